@@ -1,0 +1,65 @@
+"""The domain error hierarchy.
+
+One tree for the whole product, modelled on httpx: callers catch
+``DiwaniyaError`` or a branch of it; only ``service.errors`` maps the leaves to
+gRPC status codes. Messages are written for the *caller* of the API: they say
+what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class DiwaniyaError(Exception):
+    """Base of every error the product raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(DiwaniyaError):
+    """The request is malformed, empty, oversized or hostile (→ INVALID_ARGUMENT)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(DiwaniyaError):
+    """The thread (or other resource) does not exist for this caller (→ NOT_FOUND)."""
+
+
+class ThreadBusy(DiwaniyaError):
+    """Another turn is running on the same thread (→ ABORTED)."""
+
+
+class Unauthenticated(DiwaniyaError):
+    """Missing or wrong credentials (→ UNAUTHENTICATED)."""
+
+
+class PermissionDenied(DiwaniyaError):
+    """Credentials are valid but do not allow this (→ PERMISSION_DENIED)."""
+
+
+class ResourceExhausted(DiwaniyaError):
+    """A limit was hit: queue full, rate limit, too many streams (→ RESOURCE_EXHAUSTED)."""
+
+
+class DeadlineExceeded(DiwaniyaError):
+    """The turn ran past its deadline (→ DEADLINE_EXCEEDED)."""
+
+
+class Unavailable(DiwaniyaError):
+    """A dependency (database, model endpoint) cannot be reached (→ UNAVAILABLE)."""
+
+
+class ModelError(DiwaniyaError):
+    """The language model failed in a way retries could not fix (→ UNAVAILABLE)."""
+
+
+class ConfigurationError(DiwaniyaError):
+    """The operator's configuration is wrong; raised at start-up (→ FAILED_PRECONDITION)."""
+
+
+class CalendarRangeError(InvalidRequest):
+    """A date outside the Umm al-Qura calendar's supported range (→ INVALID_ARGUMENT)."""
