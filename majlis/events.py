@@ -1,0 +1,166 @@
+"""Typed turn events: what a turn produces, independent of the wire format.
+
+The graph and the model layer emit these; ``service.convert`` is the only code
+that turns them into ``diwaniya.v1.TurnEvent`` messages. Every event is a small
+frozen dataclass so that a completed turn can be stored in the checkpoint (as
+plain dicts, via :func:`event_to_dict`) and replayed byte-for-byte on a repeated
+``request_id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Phase = Literal["greeting", "social", "transaction", "farewell"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    kind: Literal["turn_started"] = "turn_started"
+    user_text: str = ""
+    request_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseChanged:
+    previous: str = ""
+    current: str = ""
+    new_cycle: bool = False
+    kind: Literal["phase_changed"] = "phase_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str = ""
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    call_id: str = ""
+    name: str = ""
+    arguments_json: str = "{}"
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call_id: str = ""
+    name: str = ""
+    ok: bool = True
+    content_json: str = "null"
+    error: str = ""
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequired:
+    call_id: str = ""
+    name: str = ""
+    arguments_json: str = "{}"
+    reason: str = ""
+    kind: Literal["approval_required"] = "approval_required"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCited:
+    memory_id: str = ""
+    memory_kind: str = ""
+    title: str = ""
+    snippet: str = ""
+    score: float = 0.0
+    kind: Literal["memory_cited"] = "memory_cited"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """The conversation is handed to a human; ``summary_ar`` is for the agent."""
+
+    summary_ar: str = ""
+    reason: str = ""
+    kind: Literal["handoff"] = "handoff"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCompleted:
+    text: str = ""
+    phase: str = ""
+    dialect: str = ""
+    dialect_confidence: float = 0.0
+    script: str = ""
+    checkpoint_id: str = ""
+    replayed: bool = False
+    kind: Literal["turn_completed"] = "turn_completed"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnError:
+    code: str = ""
+    message: str = ""
+    retryable: bool = False
+    kind: Literal["error"] = "error"
+
+
+Event = (
+    TurnStarted
+    | PhaseChanged
+    | TextDelta
+    | ToolCall
+    | ToolResult
+    | ApprovalRequired
+    | MemoryCited
+    | Usage
+    | Handoff
+    | TurnCompleted
+    | TurnError
+)
+
+_BY_KIND: dict[str, type[Any]] = {
+    cls.__dataclass_fields__["kind"].default: cls
+    for cls in (
+        TurnStarted,
+        PhaseChanged,
+        TextDelta,
+        ToolCall,
+        ToolResult,
+        ApprovalRequired,
+        MemoryCited,
+        Usage,
+        Handoff,
+        TurnCompleted,
+        TurnError,
+    )
+}
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """Plain-dict form stored in the checkpoint for replay."""
+    return asdict(event)
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Inverse of :func:`event_to_dict`; unknown keys are ignored."""
+    cls = _BY_KIND[data["kind"]]
+    names = {f for f in cls.__dataclass_fields__}
+    return cls(**{k: v for k, v in data.items() if k in names})  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """An event as the client sees it: addressed and numbered."""
+
+    thread_id: str
+    turn_id: str
+    seq: int
+    event: Event
+    extra: dict[str, Any] = field(default_factory=dict)
