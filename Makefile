@@ -1,0 +1,44 @@
+# Diwaniya — every workflow is one make target.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test proto proto-check lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+## run: start the service on its embedded default (SQLite under ./data, offline responder)
+run: $(STAMP)
+	$(BIN)/diwaniya serve
+
+## test: the whole test suite (needs PostgreSQL at 127.0.0.1:5432 for the postgres half)
+test: $(STAMP) proto-check
+	$(BIN)/python -m pytest -q
+
+## proto: regenerate diwaniya/v1 stubs from proto/
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=. --grpc_python_out=. --mypy_out=. \
+	  proto/diwaniya/v1/conversations.proto
+
+## proto-check: fail when the committed stubs are stale
+proto-check: $(STAMP)
+	@tmp=$$(mktemp -d) && \
+	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=$$tmp --grpc_python_out=$$tmp --mypy_out=$$tmp \
+	  proto/diwaniya/v1/conversations.proto && \
+	for f in conversations_pb2.py conversations_pb2_grpc.py conversations_pb2.pyi; do \
+	  cmp -s $$tmp/diwaniya/v1/$$f diwaniya/v1/$$f || { echo "diwaniya/v1/$$f is stale: run 'make proto'"; exit 1; }; \
+	done; rm -rf $$tmp
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy diwaniya/errors.py service majlis nlp memory
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
