@@ -1,0 +1,30 @@
+"""Full-text memory: user facts and a tenant knowledge base, searched in Arabic.
+
+Index and query both go through one key function (``nlp.search_keys`` by
+default), so ``والكتاب`` in a document and ``كتاب`` in a question meet on the
+same key while the original text is kept for display.
+
+>>> store = await open_store(None, sqlite_path=Path("data/memory.sqlite3"))  # doctest: +SKIP
+>>> await store.put([NewRecord(tenant="t", kind=Kind.FACT, user_id="u", text="اسمي محمد")])
+>>> (await store.search("t", "وش اسمي؟", user_id="u"))[0].snippet  # doctest: +SKIP
+'[[اسمي]] محمد'
+"""
+
+from memory.factory import open_store
+from memory.postgres_store import PostgresMemoryStore
+from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
+from memory.sqlite_store import SqliteMemoryStore
+from memory.store import MemoryStore
+from memory.terms import KeyFunction
+
+__all__ = [
+    "KeyFunction",
+    "Kind",
+    "MemoryRecord",
+    "MemoryStore",
+    "NewRecord",
+    "PostgresMemoryStore",
+    "SearchHit",
+    "SqliteMemoryStore",
+    "open_store",
+]

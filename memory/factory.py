@@ -1,0 +1,43 @@
+"""Picking a store the way the checkpointer is picked: DATABASE_URL or a file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory.keys import default_keys
+from memory.postgres_store import PostgresMemoryStore
+from memory.sqlite_store import SqliteMemoryStore
+from memory.store import MemoryStore
+from memory.terms import KeyFunction
+
+__all__ = ["open_store"]
+
+
+async def open_store(
+    database_url: str | None,
+    *,
+    sqlite_path: Path,
+    keys: KeyFunction | None = None,
+) -> MemoryStore:
+    """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
+
+    The caller reads configuration; this function only receives it.
+    """
+    key_fn = keys or default_keys()
+    store: MemoryStore
+    if database_url:
+        store = await PostgresMemoryStore.connect(_asyncpg_dsn(database_url), keys=key_fn)
+    else:
+        store = SqliteMemoryStore(sqlite_path, keys=key_fn)
+    await store.setup()
+    return store
+
+
+def _asyncpg_dsn(url: str) -> str:
+    """asyncpg speaks ``postgresql://``; SQLAlchemy-style driver suffixes are dropped.
+
+    >>> _asyncpg_dsn("postgresql+psycopg://u@h/db")
+    'postgresql://u@h/db'
+    """
+    scheme, sep, rest = url.partition("://")
+    return scheme.split("+", 1)[0] + sep + rest

@@ -1,0 +1,351 @@
+"""The production store: PostgreSQL through an asyncpg pool, ranked by BM25.
+
+Layout and invariants:
+
+* ``memory_records`` keeps the original ``text`` for display, ``keys`` (the
+  key function's output joined by spaces) and ``tsv``, a generated
+  ``to_tsvector('simple', keys)``.  ``simple`` only lower-cases: the keys are
+  already folded and stemmed, and a second stemmer would disagree with the
+  query side.  A GIN index on ``tsv`` finds candidates.
+* ``memory_terms`` (document frequency per tenant and lexeme) and
+  ``memory_stats`` (rows and total length per tenant) are the corpus
+  statistics BM25 needs.  They are changed in the same transaction as the
+  rows, under a per-tenant advisory lock, so they never drift.
+* Query text never becomes SQL: terms travel as parameters, are reduced to
+  lexemes by ``to_tsvector`` on the server, and the tsquery is an OR of
+  quoted lexemes, cast from a parameter (no parser, so no syntax errors).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import asyncpg
+
+from diwaniya.errors import Unavailable
+from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
+from memory.snippet import highlight_snippet
+from memory.terms import KeyFunction, query_terms
+from memory.text_keys import record_terms
+
+__all__ = ["PostgresMemoryStore"]
+
+K1 = 1.2
+B = 0.75
+# Candidates are drawn from the rarest query terms until their summed
+# document frequencies reach this budget; commoner terms (low IDF) still
+# score those candidates but do not widen the set.  This bounds the work per
+# query at any table size (WAND-style pruning, simplified).
+CANDIDATE_BUDGET = 20_000
+CANDIDATE_LIMIT = 20_000
+
+# Serialises schema creation across replicas starting at once.
+_SCHEMA_LOCK = 0x6469_7761_6D65_6D  # "diwamem"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_records (
+    tenant     text NOT NULL,
+    id         text NOT NULL,
+    user_id    text,
+    kind       text NOT NULL,
+    text       text NOT NULL,
+    title      text NOT NULL DEFAULT '',
+    metadata   jsonb NOT NULL DEFAULT '{}',
+    thread_id  text,
+    turn_id    text,
+    doc_id     text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    keys       text NOT NULL,
+    doc_len    integer NOT NULL,
+    tsv        tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, keys)) STORED,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS memory_records_tsv ON memory_records USING gin (tsv);
+CREATE INDEX IF NOT EXISTS memory_records_user ON memory_records (tenant, user_id);
+CREATE INDEX IF NOT EXISTS memory_records_thread ON memory_records (tenant, thread_id);
+CREATE INDEX IF NOT EXISTS memory_records_doc ON memory_records (tenant, doc_id);
+CREATE TABLE IF NOT EXISTS memory_terms (
+    tenant text NOT NULL,
+    lexeme text NOT NULL,
+    df     bigint NOT NULL,
+    PRIMARY KEY (tenant, lexeme)
+);
+CREATE TABLE IF NOT EXISTS memory_stats (
+    tenant    text PRIMARY KEY,
+    n_docs    bigint NOT NULL,
+    total_len bigint NOT NULL
+);
+"""
+
+_COLUMNS = (
+    "r.id, r.tenant, r.user_id, r.kind, r.text, r.title, r.metadata::text, r.thread_id,"
+    " r.turn_id, r.doc_id, r.created_at, r.updated_at"
+)
+
+_UPSERT = f"""
+INSERT INTO memory_records AS r
+    (tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id, keys, doc_len)
+SELECT t.tenant, t.id, t.user_id, t.kind, t.text, t.title, t.metadata::jsonb, t.thread_id,
+       t.turn_id, t.doc_id, t.keys, t.doc_len
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::text[], $9::text[], $10::text[], $11::text[], $12::int[])
+     AS t(tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id, keys,
+          doc_len)
+ON CONFLICT (tenant, id) DO UPDATE SET
+    user_id = excluded.user_id, kind = excluded.kind, text = excluded.text,
+    title = excluded.title, metadata = excluded.metadata, thread_id = excluded.thread_id,
+    turn_id = excluded.turn_id, doc_id = excluded.doc_id, keys = excluded.keys,
+    doc_len = excluded.doc_len, updated_at = now()
+RETURNING {_COLUMNS}
+"""
+
+# Add (sign=+1) or remove (sign=-1) the statistics of the rows matching
+# {where}.  GROUP BY makes each (tenant, lexeme) appear once, as ON CONFLICT
+# requires; ORDER BY takes row locks in one order so concurrent writers to
+# different tenants cannot deadlock.
+_TERM_DELTA = """
+INSERT INTO memory_terms AS m (tenant, lexeme, df)
+SELECT r.tenant, u.lexeme, $1::int * count(*)
+FROM memory_records AS r, unnest(r.tsv) AS u
+WHERE {where}
+GROUP BY 1, 2 ORDER BY 1, 2
+ON CONFLICT (tenant, lexeme) DO UPDATE SET df = m.df + excluded.df
+RETURNING m.tenant, m.lexeme, m.df
+"""
+_STATS_DELTA = """
+INSERT INTO memory_stats AS m (tenant, n_docs, total_len)
+SELECT r.tenant, $1::int * count(*), $1::int * coalesce(sum(r.doc_len), 0)
+FROM memory_records AS r
+WHERE {where}
+GROUP BY 1 ORDER BY 1
+ON CONFLICT (tenant) DO UPDATE SET
+    n_docs = m.n_docs + excluded.n_docs, total_len = m.total_len + excluded.total_len
+"""
+
+_QUERY_LEXEMES = """
+SELECT u.lexeme, coalesce(t.df, 0), coalesce(s.n_docs, 0), coalesce(s.total_len, 0)
+FROM unnest(to_tsvector('simple'::regconfig, $2::text)) AS u
+LEFT JOIN memory_terms AS t ON t.tenant = $1 AND t.lexeme = u.lexeme
+LEFT JOIN memory_stats AS s ON s.tenant = $1
+"""
+
+# Visibility: tenant-wide rows plus the asking user's own; ``user_id = NULL``
+# is never true, so without a user only tenant-wide rows are seen.
+_SEARCH = f"""
+WITH w AS (SELECT * FROM unnest($4::text[], $5::float8[]) AS w(lexeme, idf)),
+cand AS (
+    SELECT r.* FROM memory_records AS r
+    WHERE r.tsv @@ $3::text::tsquery
+      AND r.tenant = $1
+      AND (r.user_id IS NULL OR r.user_id = $2)
+      AND r.kind = ANY($6::text[])
+    LIMIT $10
+)
+SELECT {_COLUMNS}, s.score
+FROM cand AS r
+CROSS JOIN LATERAL (
+    SELECT sum(w.idf * (tf * ($7 + 1)) / (tf + $7 * (1 - $8 + $8 * r.doc_len / $9))) AS score
+    FROM (SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf
+          FROM unnest(r.tsv) AS u) AS x
+    JOIN w ON w.lexeme = x.lexeme
+) AS s
+ORDER BY s.score DESC, r.id
+LIMIT $11
+"""
+
+
+class PostgresMemoryStore:
+    """:class:`memory.MemoryStore` over PostgreSQL (asyncpg pool, GIN + BM25).
+
+    Give it a pool you own, or use :meth:`connect` to let the store own one.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, *, keys: KeyFunction, owns_pool: bool = False) -> None:
+        self._pool = pool
+        self._keys = keys
+        self._owns_pool = owns_pool
+
+    @classmethod
+    async def connect(
+        cls, dsn: str, *, keys: KeyFunction, min_size: int = 1, max_size: int = 10
+    ) -> PostgresMemoryStore:
+        """Open a pool for ``dsn`` that :meth:`close` will close."""
+        try:
+            pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size)
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
+        return cls(pool, keys=keys, owns_pool=True)
+
+    async def setup(self) -> None:
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
+            await conn.execute(_SCHEMA)
+
+    async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
+        # The last write of an id wins within a batch, as it would across batches
+        # (ON CONFLICT cannot touch one row twice in a statement).
+        ready = {(r.tenant, r.id): r for r in (x.validated() for x in records)}
+        if not ready:
+            return []
+        cols: list[list[Any]] = [[] for _ in range(12)]
+        for r in ready.values():
+            terms = record_terms(r.title, r.text, self._keys)
+            values = (
+                r.tenant, r.id, r.user_id, Kind(r.kind).value, r.text, r.title,
+                json.dumps(dict(r.metadata), ensure_ascii=False), r.thread_id, r.turn_id,
+                r.doc_id, " ".join(terms), len(terms),
+            )
+            for col, value in zip(cols, values, strict=True):
+                col.append(value)
+        tenants, ids = cols[0], cols[1]
+        where = "(r.tenant, r.id) IN (SELECT * FROM unnest($2::text[], $3::text[]))"
+        async with self._pool.acquire() as conn, conn.transaction():
+            await _lock_tenants(conn, tenants)
+            await _apply_delta(conn, -1, where, tenants, ids)
+            rows = await conn.fetch(_UPSERT, *cols)
+            await _apply_delta(conn, +1, where, tenants, ids)
+        by_key = {(row[1], row[0]): _record(row) for row in rows}
+        return [by_key[key] for key in ready]
+
+    async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
+        sql = f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.id = $2"
+        row = await self._pool.fetchrow(sql, tenant, record_id)
+        return _record(row) if row else None
+
+    async def search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        user_id: str | None = None,
+        kinds: Collection[Kind] | None = None,
+        k: int = 5,
+    ) -> list[SearchHit]:
+        terms = query_terms(self._keys(query))
+        if not terms or k <= 0:
+            return []
+        async with self._pool.acquire() as conn:
+            stats = await conn.fetch(_QUERY_LEXEMES, tenant, " ".join(terms))
+            known = [(row[0], int(row[1])) for row in stats if row[1] > 0]
+            if not known:
+                return []
+            n_docs, total_len = int(stats[0][2]), int(stats[0][3])
+            avgdl = max(total_len / max(n_docs, 1), 1.0)
+            idf = {lex: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for lex, df in known}
+            tsquery = " | ".join(_quote_lexeme(lex) for lex in _candidate_lexemes(known))
+            kind_list = [Kind(x).value for x in (kinds or list(Kind))]
+            rows = await conn.fetch(
+                _SEARCH, tenant, user_id, tsquery, list(idf), list(idf.values()), kind_list,
+                K1, B, avgdl, CANDIDATE_LIMIT, k,
+            )
+        wanted = set(terms) | set(idf)
+        return [
+            SearchHit(
+                record=(rec := _record(row)),
+                score=float(row[12]),
+                snippet=highlight_snippet(rec.text, wanted, _lowered(self._keys)),
+            )
+            for row in rows
+        ]
+
+    async def _delete(self, where: str, *args: Any) -> int:
+        tenant = args[0]
+        async with self._pool.acquire() as conn, conn.transaction():
+            await _lock_tenants(conn, [tenant])
+            await _apply_delta(conn, -1, where, *args)
+            # ``where`` numbers its parameters from $2 ($1 is the delta's sign);
+            # the DELETE mentions $1 too so the same argument list fits.
+            status = await conn.execute(
+                f"DELETE FROM memory_records AS r WHERE $1::int < 0 AND {where}", -1, *args
+            )
+        return int(status.split()[-1])
+
+    async def erase_user(self, tenant: str, user_id: str) -> int:
+        return await self._delete("r.tenant = $2 AND r.user_id = $3", tenant, user_id)
+
+    async def erase_thread(self, tenant: str, thread_id: str) -> int:
+        return await self._delete("r.tenant = $2 AND r.thread_id = $3", tenant, thread_id)
+
+    async def delete_document(
+        self, tenant: str, doc_id: str, *, keep: Collection[str] = ()
+    ) -> int:
+        return await self._delete(
+            "r.tenant = $2 AND r.doc_id = $3 AND NOT (r.id = ANY($4::text[]))",
+            tenant, doc_id, list(keep),
+        )
+
+    async def close(self) -> None:
+        if self._owns_pool:
+            await self._pool.close()
+
+
+async def _lock_tenants(conn: asyncpg.Connection, tenants: Sequence[str]) -> None:
+    # Sorted, so two writers touching the same tenants lock in the same order.
+    for tenant in sorted(set(tenants)):
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('diwaniya.memory:' || $1, 0))", tenant
+        )
+
+
+async def _apply_delta(conn: asyncpg.Connection, sign: int, where: str, *args: Any) -> None:
+    touched = await conn.fetch(_TERM_DELTA.format(where=where), sign, *args)
+    await conn.execute(_STATS_DELTA.format(where=where), sign, *args)
+    if sign < 0:
+        gone = [(row[0], row[1]) for row in touched if row[2] <= 0]
+        if gone:
+            await conn.execute(
+                "DELETE FROM memory_terms WHERE (tenant, lexeme) IN"
+                " (SELECT * FROM unnest($1::text[], $2::text[]))",
+                [g[0] for g in gone], [g[1] for g in gone],
+            )
+
+
+def _candidate_lexemes(known: list[tuple[str, int]]) -> list[str]:
+    """Rarest lexemes first, until their document frequencies fill the budget.
+
+    >>> _candidate_lexemes([("في", 90_000), ("خاشقجي", 12), ("ولد", 4_000)])
+    ['خاشقجي', 'ولد']
+    """
+    chosen: list[str] = []
+    spent = 0
+    for lexeme, df in sorted(known, key=lambda item: item[1]):
+        if chosen and spent + df > CANDIDATE_BUDGET:
+            break
+        chosen.append(lexeme)
+        spent += df
+    return chosen
+
+
+def _quote_lexeme(lexeme: str) -> str:
+    """A tsquery operand that is exactly ``lexeme``: quoted, '' and \\ escaped.
+
+    >>> _quote_lexeme("o'neil")
+    "'o''neil'"
+    """
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _lowered(keys: KeyFunction) -> KeyFunction:
+    # to_tsvector('simple') lower-cases lexemes; highlight against the same.
+    return lambda text: [k.lower() for k in keys(text)]
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        tenant=row[1],
+        user_id=row[2],
+        kind=Kind(row[3]),
+        text=row[4],
+        title=row[5],
+        metadata=json.loads(row[6]),
+        thread_id=row[7],
+        turn_id=row[8],
+        doc_id=row[9],
+        created_at=row[10],
+        updated_at=row[11],
+    )

@@ -1,0 +1,114 @@
+"""The records the memory keeps, and what a search returns.
+
+A record always carries the user's *original* text, byte for byte, for
+display; search keys are derived from it by the store and never written back
+into ``text``. Scope is part of the identity: ``(tenant, id)`` is unique, so
+two tenants may use the same ids without ever touching each other's rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from diwaniya.errors import InvalidRequest
+
+__all__ = ["Kind", "MemoryRecord", "NewRecord", "SearchHit"]
+
+
+class Kind(StrEnum):
+    """What a record is; decides who may see it and how it is refreshed."""
+
+    FACT = "fact"  # about one user: name, form of address, masked order number
+    PREFERENCE = "preference"  # about one user: "افضل التواصل بالواتساب"
+    DOCUMENT = "document"  # a knowledge-base chunk, tenant-wide (user_id None)
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """A record to write.  ``id=None`` means "make one up" (a random UUID).
+
+    Give a stable id to get upsert semantics: writing the same ``(tenant, id)``
+    again replaces the text, keys and metadata in place and keeps
+    ``created_at``.
+
+    >>> NewRecord(tenant="t1", kind=Kind.FACT, text="اسمي محمد", user_id="u1").text
+    'اسمي محمد'
+    """
+
+    tenant: str
+    kind: Kind
+    text: str
+    id: str | None = None
+    user_id: str | None = None
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    thread_id: str | None = None
+    turn_id: str | None = None
+    doc_id: str | None = None
+
+    def validated(self) -> NewRecord:
+        """Return self with a concrete id, or raise :class:`InvalidRequest`.
+
+        Invariant enforced here rather than in each store: documents are
+        tenant-wide, facts and preferences belong to exactly one user.
+        """
+        if not self.tenant:
+            raise InvalidRequest("a memory record needs a tenant", field="tenant")
+        kind = Kind(self.kind)
+        if kind is Kind.DOCUMENT and self.user_id is not None:
+            raise InvalidRequest("knowledge-base documents are tenant-wide: user_id must be None")
+        if kind is not Kind.DOCUMENT and not self.user_id:
+            raise InvalidRequest(f"a {kind.value} record needs a user_id", field="user_id")
+        if not self.text.strip():
+            raise InvalidRequest("a memory record needs non-empty text", field="text")
+        return NewRecord(
+            tenant=self.tenant,
+            kind=kind,
+            text=self.text,
+            id=self.id or uuid.uuid4().hex,
+            user_id=self.user_id,
+            title=self.title,
+            metadata=dict(self.metadata),
+            thread_id=self.thread_id,
+            turn_id=self.turn_id,
+            doc_id=self.doc_id,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A stored record.  ``text`` is exactly what was given to ``put``."""
+
+    id: str
+    tenant: str
+    user_id: str | None
+    kind: Kind
+    text: str
+    title: str
+    metadata: Mapping[str, Any]
+    thread_id: str | None
+    turn_id: str | None
+    doc_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result.
+
+    ``score`` is BM25 (higher is better; comparable only within one result
+    list).  ``snippet`` is an excerpt of the ORIGINAL text in which every word
+    whose search keys matched the query is wrapped in ``[[`` and ``]]``
+    (chosen over «…» because Arabic prose uses «…» as ordinary quotation
+    marks), e.g. ``"… [[سياسة]] [[الاسترجاع]] خلال 14 يوما …"``.
+    """
+
+    record: MemoryRecord
+    score: float
+    snippet: str

@@ -1,0 +1,236 @@
+"""The embedded store: one SQLite file with an FTS5 index over search keys.
+
+FTS5 indexes the ``keys`` column (the key function's output, word runs
+joined by spaces), never the original text, so both index and query see the
+same normalised forms and ``bm25()`` ranks with FTS5's own corpus statistics
+(k1=1.2, b=0.75).  The original text lives in the content table untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from diwaniya.errors import Unavailable
+from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
+from memory.snippet import highlight_snippet
+from memory.terms import KeyFunction, query_terms
+from memory.text_keys import record_terms
+
+__all__ = ["SqliteMemoryStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_records (
+    rowid      INTEGER PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    user_id    TEXT,
+    kind       TEXT NOT NULL,
+    text       TEXT NOT NULL,
+    title      TEXT NOT NULL DEFAULT '',
+    metadata   TEXT NOT NULL DEFAULT '{}',
+    thread_id  TEXT,
+    turn_id    TEXT,
+    doc_id     TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    keys       TEXT NOT NULL,
+    UNIQUE (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS memory_records_user ON memory_records (tenant, user_id);
+CREATE INDEX IF NOT EXISTS memory_records_thread ON memory_records (tenant, thread_id);
+CREATE INDEX IF NOT EXISTS memory_records_doc ON memory_records (tenant, doc_id);
+-- remove_diacritics 0: keys are already folded by the key function, and
+-- unicode61 must not fold them a second, different way.
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
+    keys, content='memory_records', content_rowid='rowid',
+    tokenize='unicode61 remove_diacritics 0'
+);
+CREATE TRIGGER IF NOT EXISTS memory_records_ai AFTER INSERT ON memory_records BEGIN
+    INSERT INTO memory_fts (rowid, keys) VALUES (new.rowid, new.keys);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_records_ad AFTER DELETE ON memory_records BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, keys) VALUES ('delete', old.rowid, old.keys);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_records_au AFTER UPDATE OF keys ON memory_records BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, keys) VALUES ('delete', old.rowid, old.keys);
+    INSERT INTO memory_fts (rowid, keys) VALUES (new.rowid, new.keys);
+END;
+"""
+
+_UPSERT = """
+INSERT INTO memory_records
+    (tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id,
+     created_at, updated_at, keys)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (tenant, id) DO UPDATE SET
+    user_id = excluded.user_id, kind = excluded.kind, text = excluded.text,
+    title = excluded.title, metadata = excluded.metadata, thread_id = excluded.thread_id,
+    turn_id = excluded.turn_id, doc_id = excluded.doc_id,
+    updated_at = excluded.updated_at, keys = excluded.keys
+"""
+
+_COLUMNS = (
+    "r.id, r.tenant, r.user_id, r.kind, r.text, r.title, r.metadata, r.thread_id,"
+    " r.turn_id, r.doc_id, r.created_at, r.updated_at"
+)
+
+# Visibility is the same predicate everywhere: tenant-wide rows, plus the
+# asking user's own rows.  ``r.user_id = NULL`` is never true, so a search
+# without a user id sees tenant-wide rows only.
+_SEARCH = f"""
+SELECT {_COLUMNS}, bm25(memory_fts) AS rank
+FROM memory_fts JOIN memory_records AS r ON r.rowid = memory_fts.rowid
+WHERE memory_fts MATCH ?
+  AND r.tenant = ?
+  AND (r.user_id IS NULL OR r.user_id = ?)
+  AND r.kind IN (SELECT value FROM json_each(?))
+ORDER BY rank
+LIMIT ?
+"""
+
+
+class SqliteMemoryStore:
+    """:class:`memory.MemoryStore` over an SQLite file (FTS5, via aiosqlite).
+
+    >>> store = SqliteMemoryStore(Path("data/memory.sqlite3"), keys=search_keys)  # doctest: +SKIP
+    """
+
+    def __init__(self, path: Path | str, *, keys: KeyFunction) -> None:
+        self._path = str(path)
+        self._keys = keys
+        self._db: aiosqlite.Connection | None = None
+        # One connection, many coroutines: the lock keeps one coroutine's
+        # transaction from swallowing another's statements.
+        self._lock = asyncio.Lock()
+
+    async def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            if self._path != ":memory:":
+                Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                db = await aiosqlite.connect(self._path)
+            except Exception as exc:  # sqlite3.Error and OSError alike
+                raise Unavailable(f"cannot open memory database {self._path}: {exc}") from exc
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.execute("PRAGMA busy_timeout=5000")
+            self._db = db
+        return self._db
+
+    async def setup(self) -> None:
+        async with self._lock:
+            db = await self._conn()
+            await db.executescript(_SCHEMA)
+            await db.commit()
+
+    async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
+        ready = [r.validated() for r in records]
+        if not ready:
+            return []
+        now = datetime.now(UTC).isoformat()
+        rows = [
+            (
+                r.tenant, r.id, r.user_id, Kind(r.kind).value, r.text, r.title,
+                json.dumps(dict(r.metadata), ensure_ascii=False), r.thread_id, r.turn_id,
+                r.doc_id, now, now, " ".join(record_terms(r.title, r.text, self._keys)),
+            )
+            for r in ready
+        ]
+        async with self._lock:
+            db = await self._conn()
+            await db.executemany(_UPSERT, rows)
+            await db.commit()
+            stored = [await self._get(db, r.tenant, r.id or "") for r in ready]
+        return [s for s in stored if s is not None]
+
+    async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
+        async with self._lock:
+            return await self._get(await self._conn(), tenant, record_id)
+
+    async def _get(
+        self, db: aiosqlite.Connection, tenant: str, record_id: str
+    ) -> MemoryRecord | None:
+        sql = f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = ? AND r.id = ?"
+        async with db.execute(sql, (tenant, record_id)) as cur:
+            row = await cur.fetchone()
+        return _record(row) if row else None
+
+    async def search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        user_id: str | None = None,
+        kinds: Collection[Kind] | None = None,
+        k: int = 5,
+    ) -> list[SearchHit]:
+        terms = query_terms(self._keys(query))
+        if not terms or k <= 0:
+            return []
+        # Each term is a quoted FTS5 string: inside quotes only '"' is special
+        # and it is doubled; word-run terms never contain one anyway.
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
+        async with self._lock:
+            db = await self._conn()
+            async with db.execute(_SEARCH, (match, tenant, user_id, kind_list, k)) as cur:
+                rows = list(await cur.fetchall())
+        wanted = set(terms)
+        return [
+            SearchHit(
+                record=(rec := _record(row[:12])),
+                score=-float(row[12]),  # FTS5 bm25() is negated so ORDER BY ascends
+                snippet=highlight_snippet(rec.text, wanted, self._keys),
+            )
+            for row in rows
+        ]
+
+    async def _delete(self, where: str, args: tuple[Any, ...]) -> int:
+        async with self._lock:
+            db = await self._conn()
+            cur = await db.execute(f"DELETE FROM memory_records WHERE {where}", args)
+            await db.commit()
+            return cur.rowcount
+
+    async def erase_user(self, tenant: str, user_id: str) -> int:
+        return await self._delete("tenant = ? AND user_id = ?", (tenant, user_id))
+
+    async def erase_thread(self, tenant: str, thread_id: str) -> int:
+        return await self._delete("tenant = ? AND thread_id = ?", (tenant, thread_id))
+
+    async def delete_document(
+        self, tenant: str, doc_id: str, *, keep: Collection[str] = ()
+    ) -> int:
+        return await self._delete(
+            "tenant = ? AND doc_id = ? AND id NOT IN (SELECT value FROM json_each(?))",
+            (tenant, doc_id, json.dumps(list(keep))),
+        )
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._db is not None:
+                await self._db.close()
+                self._db = None
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        tenant=row[1],
+        user_id=row[2],
+        kind=Kind(row[3]),
+        text=row[4],
+        title=row[5],
+        metadata=json.loads(row[6]),
+        thread_id=row[7],
+        turn_id=row[8],
+        doc_id=row[9],
+        created_at=datetime.fromisoformat(row[10]),
+        updated_at=datetime.fromisoformat(row[11]),
+    )

@@ -1,0 +1,64 @@
+"""The seam every memory backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Protocol, runtime_checkable
+
+from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
+
+__all__ = ["MemoryStore"]
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Full-text memory scoped by tenant and user.
+
+    Visibility invariant, identical in every implementation: a search with
+    ``user_id=None`` sees only tenant-wide rows (documents); with a user id it
+    sees tenant-wide rows plus that user's own facts; it never sees another
+    tenant's rows or another user's facts.  Hostile query text never raises:
+    it yields results or ``[]``.
+    """
+
+    async def setup(self) -> None:
+        """Create tables and indexes; idempotent and safe under concurrent replicas."""
+        ...
+
+    async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
+        """Upsert by ``(tenant, id)``; returns the stored rows in input order."""
+        ...
+
+    async def search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        user_id: str | None = None,
+        kinds: Collection[Kind] | None = None,
+        k: int = 5,
+    ) -> list[SearchHit]:
+        """The ``k`` best BM25 matches, best first."""
+        ...
+
+    async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
+        """One record by id, or ``None``."""
+        ...
+
+    async def erase_user(self, tenant: str, user_id: str) -> int:
+        """Delete every record of one user; returns the number deleted."""
+        ...
+
+    async def erase_thread(self, tenant: str, thread_id: str) -> int:
+        """Delete every record that came from one thread."""
+        ...
+
+    async def delete_document(
+        self, tenant: str, doc_id: str, *, keep: Collection[str] = ()
+    ) -> int:
+        """Delete a KB document's chunks, except the chunk ids in ``keep``."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
