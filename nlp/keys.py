@@ -1,0 +1,99 @@
+"""Word forms for cue matching (``words``) and for search (``search_keys``).
+
+Both run the same pipeline — clean → tokenize → fold — and differ only in how
+far they reduce a word: ``words`` removes proclitics only (the Majlis cue
+lists are written as whole words: مشكله، موبايل), ``search_keys`` also removes
+enclitics and inflectional suffixes and drops stopwords, so that BM25 sees
+كتاب for والكتاب، كتابها، الكتب is left alone (no broken-plural analysis).
+"""
+
+from __future__ import annotations
+
+from nlp.arabizi import _word_to_arabic, looks_arabizi
+from nlp.lexicon import STOPWORDS
+from nlp.normalize import clean, fold
+from nlp.segment import light_stem, strip_proclitics
+from nlp.tokenize import Token, TokenKind, tokenize
+
+__all__ = ["search_keys", "words"]
+
+_ARABIC_KINDS = (TokenKind.WORD,)
+
+
+def _folded_tokens(text: str) -> tuple[list[Token], bool]:
+    """Tokens of the cleaned text, and whether its Latin words are Arabizi."""
+    toks = tokenize(fold(clean(text)))
+    latin = [t.text for t in toks if t.kind is TokenKind.LATIN]
+    return toks, bool(latin) and looks_arabizi(latin)
+
+
+def _hashtag_parts(tag: str) -> list[str]:
+    return [p for p in tag[1:].split("_") if p]
+
+
+def words(text: str) -> list[str]:
+    """Folded whole words, proclitics (و/ف/ب/ك/ل/ال) stripped, nothing else removed.
+
+    >>> words("هلا، عندي مشكلة في الموبايل")
+    ['هلا', 'عندي', 'مشكله', 'في', 'موبايل']
+    >>> words("shlonak 7abibi")
+    ['شلونك', 'حبيبي']
+    """
+    toks, arabizi = _folded_tokens(text)
+    out: list[str] = []
+    for tok in toks:
+        kind = tok.kind
+        if kind is TokenKind.WORD:
+            out.append(strip_proclitics(tok.text))
+        elif kind is TokenKind.LATIN:
+            out.append(strip_proclitics(_word_to_arabic(tok.text)) if arabizi else tok.text)
+        elif kind is TokenKind.NUMBER:
+            out.append(tok.text)
+        elif kind is TokenKind.HASHTAG:
+            out.extend(strip_proclitics(p) for p in _hashtag_parts(tok.text))
+    return out
+
+
+def _latin_key(word: str) -> str:
+    # Light English stemming: plural -s only (routers → router), never below
+    # three letters and not -ss (access).
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def search_keys(text: str) -> list[str]:
+    """Index and query keys: stems in order, duplicates kept, stopwords dropped.
+
+    >>> search_keys("ما هي عاصمة المملكة العربية السعودية؟")
+    ['عاصم', 'مملك', 'عرب', 'سعود']
+    >>> search_keys("والكتاب في المكتبة 3 Routers")
+    ['كتاب', 'مكتب', '3', 'router']
+    """
+    toks, arabizi = _folded_tokens(text)
+    out: list[str] = []
+    stop = STOPWORDS
+    for tok in toks:
+        kind = tok.kind
+        if kind is TokenKind.WORD:
+            w = tok.text
+        elif kind is TokenKind.LATIN:
+            if not arabizi:
+                if tok.text not in stop:
+                    out.append(_latin_key(tok.text))
+                continue
+            w = _word_to_arabic(tok.text)
+        elif kind is TokenKind.NUMBER:
+            out.append(tok.text)
+            continue
+        elif kind is TokenKind.HASHTAG:
+            out.extend(light_stem(p) for p in _hashtag_parts(tok.text) if p not in stop)
+            continue
+        else:
+            continue
+        if w in stop:
+            continue
+        stem = light_stem(w)
+        if stem not in stop:
+            out.append(stem)
+    return out

@@ -1,0 +1,140 @@
+"""The two normal forms: ``clean`` for storage and display, ``fold`` for matching.
+
+They are never confused: ``clean`` keeps every letter and diacritic the user
+typed (it only removes invisible control characters that corrupt display or
+split words, then applies NFC); ``fold`` throws away distinctions that people
+do not type consistently so that a query and a document meet.
+
+Decision on ``ؤ`` (U+0624) and ``ئ`` (U+0626): they are **kept**. Unlike
+أ/إ/آ, which people swap freely, the seated hamzas are written consistently
+enough that folding them to و/ي merges real words (سؤال "question" vs سوال is
+a typo, but رئيس "president" vs ريس "captain/boss" in Gulf usage, مسؤول vs
+مسوول).  Lucene's ArabicNormalizationFilter and camel-tools'
+``normalize_alef_ar`` keep them as well, so keeping them also keeps parity.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["clean", "fold"]
+
+# Bidi embeddings/overrides U+202A LRE, U+202B RLE, U+202D LRO, U+202E RLO are
+# closed by U+202C PDF; isolates U+2066 LRI, U+2067 RLI, U+2068 FSI are closed
+# by U+2069 PDI.  Only *unbalanced* ones are removed: a balanced RLI…PDI is a
+# deliberate display choice (e.g. an English product name inside Arabic).
+_BIDI_RE = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_EMBED_OPEN = frozenset("\u202a\u202b\u202d\u202e")
+_EMBED_CLOSE = "\u202c"
+_ISOLATE_OPEN = frozenset("\u2066\u2067\u2068")
+_ISOLATE_CLOSE = "\u2069"
+
+# Zero-width characters *inside a word* (between two letters/marks) split the
+# word for every tokenizer and search engine while being invisible:
+# U+200B ZWSP, U+200C ZWNJ, U+200D ZWJ, U+200E LRM, U+200F RLM, U+2060 WJ,
+# U+FEFF ZWNBSP/BOM.  Between words (or inside emoji ZWJ sequences, whose
+# neighbours are not letters) they are left alone.
+_WORDCHAR = "\\w\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+_ZW_IN_WORD_RE = re.compile(
+    f"(?<=[{_WORDCHAR}])[\u200b-\u200f\u2060\ufeff]+(?=[{_WORDCHAR}])"
+)
+# U+FEFF anywhere is a byte-order mark that leaked into text: never meaningful.
+_ANY_ZW_RE = re.compile("[\u200b-\u200f\u2060\ufeff]")
+
+
+def _drop_unbalanced_bidi(text: str) -> str:
+    """Remove bidi controls that do not form properly nested pairs."""
+    stack: list[int] = []  # positions of open controls still waiting
+    keep: set[int] = set()
+    for m in _BIDI_RE.finditer(text):
+        ch, pos = m.group(), m.start()
+        if ch in _EMBED_OPEN or ch in _ISOLATE_OPEN:
+            stack.append(pos)
+        elif ch == _EMBED_CLOSE:
+            if stack and text[stack[-1]] in _EMBED_OPEN:
+                keep.update((stack.pop(), pos))
+        elif stack and text[stack[-1]] in _ISOLATE_OPEN:  # PDI
+            keep.update((stack.pop(), pos))
+    return "".join(_split_keep(text, keep))
+
+
+def _split_keep(text: str, keep: set[int]) -> list[str]:
+    # Rebuild the string without the bidi controls whose index is not kept.
+    out: list[str] = []
+    last = 0
+    for m in _BIDI_RE.finditer(text):
+        if m.start() not in keep:
+            out.append(text[last : m.start()])
+            last = m.end()
+    out.append(text[last:])
+    return out
+
+
+def clean(text: str) -> str:
+    """Storage/display form: drop invisible breakers, keep every typed letter, NFC.
+
+    >>> clean("مر\\u200cحبا \\u202eيا")   # ZWNJ inside a word, stray RLO
+    'مرحبا يا'
+    >>> clean("كَتَبَ")                    # diacritics are the user's: kept
+    'كَتَبَ'
+    """
+    # Bidi first: removing a stray control can bring a zero-width character
+    # between two letters, and clean() must be idempotent.
+    if _BIDI_RE.search(text):
+        text = _drop_unbalanced_bidi(text)
+    if _ANY_ZW_RE.search(text):
+        text = _ZW_IN_WORD_RE.sub("", text).replace("\ufeff", "")
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return text
+
+
+def _fold_table() -> dict[int, int | str | None]:
+    table: dict[int, int | str | None] = {}
+    # Harakat U+064B fathatan … U+0652 sukun, U+0653–U+065F (maddah, hamza
+    # marks, other Quranic/Persian vowel signs), U+0670 dagger alef,
+    # U+0640 tatweel, Quranic annotation marks U+0610–U+061A, U+06D6–U+06ED.
+    for cp in (*range(0x064B, 0x0660), 0x0670, 0x0640, *range(0x0610, 0x061B),
+               *range(0x06D6, 0x06EE)):
+        table[cp] = None
+    for src in "أإآٱ":  # U+0623 U+0625 U+0622 U+0671 → U+0627 bare alef
+        table[ord(src)] = "ا"
+    table[ord("ى")] = "ي"  # U+0649 alef maksura → U+064A yeh
+    table[ord("ة")] = "ه"  # U+0629 teh marbuta → U+0647 heh
+    table[ord("ک")] = "ك"  # U+06A9 keheh (Persian/Urdu) → U+0643 kaf
+    table[ord("ی")] = "ي"  # U+06CC Farsi yeh → U+064A
+    table[ord("ې")] = "ي"  # U+06D0 yeh (Pashto/Uyghur keyboards)
+    table[ord("ھ")] = "ه"  # U+06BE heh doachashmee (Urdu keyboards)
+    table[ord("ە")] = "ه"  # U+06D5 ae (Kurdish keyboards)
+    table[ord("ۀ")] = "ه"  # U+06C0 heh with yeh above
+    table[ord("ۃ")] = "ه"  # U+06C3 teh marbuta goal
+    for i in range(10):
+        table[0x0660 + i] = str(i)  # Arabic-Indic digits ٠–٩
+        table[0x06F0 + i] = str(i)  # Extended (Persian/Urdu) digits ۰–۹
+    return table
+
+
+_FOLD_TABLE = _fold_table()
+# Arabic presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF) and other
+# compatibility characters only appear in copy-pasted PDF text; NFKC maps them
+# to letters (ﻻ → لا, ﷺ → صلى الله عليه وسلم).  Checked first because NFKC on
+# every message would cost more than the rest of fold.
+_NEEDS_NFKC_RE = re.compile("[\ufb50-\ufdff\ufe70-\ufefe\u00a0-\u00bf\uff00-\uffef]")
+
+
+def fold(text: str) -> str:
+    """Matching form: no diacritics/tatweel, unified letter variants, ASCII digits.
+
+    Idempotent: ``fold(fold(s)) == fold(s)``.
+
+    >>> fold("إِلَى المَدْرَسَةِ ٣ مـــرات")
+    'الي المدرسه 3 مرات'
+    >>> fold("iPhone ١٥")
+    'iphone 15'
+    """
+    if _NEEDS_NFKC_RE.search(text):
+        text = unicodedata.normalize("NFKC", text)
+    elif not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return text.translate(_FOLD_TABLE).casefold()

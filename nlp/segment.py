@@ -1,0 +1,167 @@
+"""Clitic segmentation and light stemming of single *folded* Arabic words.
+
+Segmentation is rule based with guards instead of a dictionary: a split is
+only made when what remains is long enough to be a word (≥ 3 letters) or is a
+known short function word (هو، في، من …), and a list of whole words whose
+first or last letters merely look like clitics (والد، فيل، بلد، كلب …) is never
+split.  Invariant: ``"".join(segment(w)) == w`` — segments are substrings, so
+``للكتاب`` gives ``ل + ل + كتاب`` (the second ل is the article whose alef was
+elided), never an invented ``ال``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from nlp.lexicon import NEVER_SPLIT, SHORT_WORDS
+
+__all__ = ["light_stem", "segment", "strip_proclitics"]
+
+_CONJ = ("و", "ف")  # and, so
+_PREP = ("ب", "ك", "ل")  # with/in, like, for
+_ARTICLE = "ال"
+# Dialect verb prefixes on an imperfective verb: ب progressive (Egyptian,
+# Levantine, Gulf: بيقول), ح/ه future (Levantine/Egyptian: حيروح، هيموت),
+# ع progressive (Levantine ع + verb: عبيقول is rare; ع+يقول).
+_VERB_PREFIX = {"ب": "يتنا", "ح": "يتن", "ه": "يتن", "ع": "يتن"}
+# Pronoun enclitics, longest first so هما wins over ها/ه.
+_ENCLITICS = ("هما", "كما", "هم", "هن", "كم", "كن", "نا", "ها", "ني", "ه", "ك", "ي")
+# Light-stemmer suffixes, in Lucene's light10 order (each tried once); ة/ية
+# are already folded to ه/يه.
+_STEM_SUFFIXES = ("ها", "ان", "ات", "ون", "ين", "يه", "ه", "ي")
+_MIN_STEM = 3
+
+
+def _is_word(rest: str) -> bool:
+    """Can ``rest`` stand on its own once a clitic is split off?"""
+    return len(rest) >= _MIN_STEM or rest in SHORT_WORDS
+
+
+def _split_article(rest: str) -> list[str] | None:
+    """``ال`` + stem, or None when the article reading is impossible."""
+    if rest.startswith(_ARTICLE) and len(rest) >= len(_ARTICLE) + 2:
+        return [_ARTICLE, rest[2:]]
+    return None
+
+
+def _split_prefixes(word: str) -> tuple[list[str], str]:
+    prefixes: list[str] = []
+    rest = word
+    if len(rest) > 3 and rest[0] in _CONJ and rest not in NEVER_SPLIT:
+        cand = rest[1:]
+        # ف is far more often a root letter (فاتوره، فكره) than the
+        # conjunction, which dialects rarely use: only split it before the
+        # article, an imperfective verb or a short function word.
+        if rest[0] == "ف" and not (
+            cand.startswith(_ARTICLE) or cand in SHORT_WORDS
+            or (cand[0] in "يتن" and len(cand) >= 4)
+        ):
+            return prefixes, rest
+        # والد → و+الد would leave a bare "ال"+1 letter: refuse the و split too.
+        if _is_word(cand) and not (cand.startswith(_ARTICLE) and _split_article(cand) is None
+                                   and cand not in SHORT_WORDS):
+            prefixes.append(rest[0])
+            rest = cand
+    if rest in NEVER_SPLIT or rest in SHORT_WORDS:
+        return prefixes, rest
+    if rest.startswith("لل") and len(rest) >= 4:  # ل + (ا)ل elided article
+        return [*prefixes, "ل", "ل"], rest[2:]
+    if rest[:1] in _PREP and len(rest) > 3:
+        cand = rest[1:]
+        art = _split_article(cand)
+        if art is not None:
+            return [*prefixes, rest[0], *art[:1]], art[1]
+        if _is_word(cand) and not cand.startswith(_ARTICLE):
+            if rest[0] == "ب" and cand[0] in "يتنا" and len(cand) >= 4:
+                return [*prefixes, "ب"], cand  # progressive بيقول / preposition alike
+            prefixes.append(rest[0])
+            return prefixes, cand
+    art = _split_article(rest)
+    if art is not None:
+        return [*prefixes, art[0]], art[1]
+    head = rest[:1]
+    if head in _VERB_PREFIX and len(rest) >= 5 and rest[1] in _VERB_PREFIX[head]:
+        return [*prefixes, head], rest[1:]
+    return prefixes, rest
+
+
+def _split_enclitic(stem: str) -> tuple[str, str]:
+    if stem in NEVER_SPLIT:
+        return stem, ""
+    for suf in _ENCLITICS:
+        if stem.endswith(suf):
+            base = stem[: -len(suf)]
+            if len(base) >= _MIN_STEM or base in SHORT_WORDS:
+                return base, suf
+    return stem, ""
+
+
+@lru_cache(maxsize=200_000)
+def _segment(word: str) -> tuple[str, ...]:
+    if len(word) < 3 or word in NEVER_SPLIT:
+        return (word,)
+    prefixes, rest = _split_prefixes(word)
+    base, suf = _split_enclitic(rest)
+    return (*prefixes, base, suf) if suf else (*prefixes, base)
+
+
+def segment(word: str) -> list[str]:
+    """Clitic segmentation of ONE folded Arabic word; segments join back to it.
+
+    >>> segment("والكتاب")
+    ['و', 'ال', 'كتاب']
+    >>> segment("وبيقولها")
+    ['و', 'ب', 'يقول', 'ها']
+    >>> segment("والد")
+    ['والد']
+    """
+    return list(_segment(word))
+
+
+@lru_cache(maxsize=200_000)
+def strip_proclitics(word: str) -> str:
+    """The folded word without its proclitics (و/ف/ب/ك/ل/ال, dialect ب/ح/ه).
+
+    >>> strip_proclitics("بالموبايل")
+    'موبايل'
+    """
+    if len(word) < 3 or word in NEVER_SPLIT:
+        return word
+    _, rest = _split_prefixes(word)
+    return rest
+
+
+@lru_cache(maxsize=200_000)
+def light_stem(word: str) -> str:
+    """Search stem: proclitics and enclitic off, then light10-style suffixes.
+
+    Each suffix is tried once in Lucene's order and only removed when at least
+    three letters remain, so short roots survive (بيان stays بيان).
+
+    >>> light_stem("والمعلمات")
+    'معلم'
+    >>> light_stem("ساهدهات")
+    'ساهد'
+    """
+    seg = _segment(word)
+    if len(seg) == 1:
+        stem = seg[0]
+    elif seg[-1] in _ENCLITICS and len(seg[-2]) >= 4 and seg[-2].endswith("ت"):
+        # ة is written ت before an enclitic: فاتورتي = فاتورة + ي.
+        stem = seg[-2][:-1] + "ه"
+    else:
+        # the stem is the longest segment after the proclitics: the first
+        # segment that is not a known proclitic string.
+        i = 0
+        while i < len(seg) - 1 and seg[i] in _PROCLITIC_STRINGS:
+            i += 1
+        stem = seg[i]
+    if stem in NEVER_SPLIT or stem in SHORT_WORDS:
+        return stem
+    for suf in _STEM_SUFFIXES:
+        if stem.endswith(suf) and len(stem) - len(suf) >= _MIN_STEM:
+            stem = stem[: -len(suf)]
+    return stem
+
+
+_PROCLITIC_STRINGS = frozenset({"و", "ف", "ب", "ك", "ل", "ال", "ح", "ه", "ع"})

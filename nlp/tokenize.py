@@ -1,0 +1,88 @@
+"""Tokenisation into typed spans with offsets into the input string.
+
+One compiled alternation does the whole job in C; Python only wraps matches.
+Order of alternatives matters: URL before MENTION (``user@host.com``),
+LATIN before NUMBER so Arabizi like ``7abibi`` stays one word.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["Token", "TokenKind", "tokenize"]
+
+
+class TokenKind(StrEnum):
+    WORD = "word"  # Arabic-script word (letters, diacritics, tatweel)
+    NUMBER = "number"  # any decimal digits (ASCII, ٠–٩, ۰–۹) with separators
+    LATIN = "latin"  # non-Arabic alphabetic word, digits allowed (Arabizi: 3ayez)
+    URL = "url"  # http(s)://…, www.…, bare domains with a path, e-mail addresses
+    MENTION = "mention"  # @user
+    HASHTAG = "hashtag"  # #وسم_طويل
+    EMOJI = "emoji"  # one pictograph incl. skin tone / VS16 / ZWJ sequence / flag
+    PUNCT = "punct"  # any other visible character
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    text: str
+    kind: TokenKind
+    start: int
+    end: int
+
+
+# Arabic letters: U+0621–U+063A, U+0641–U+064A, U+066E–U+06D3, U+06D5,
+# U+06EE–U+06EF, U+06FA–U+06FF, supplements U+0750–U+077F, U+08A0–U+08FF,
+# presentation forms U+FB50–U+FDFF, U+FE70–U+FEFC.
+_AR_LETTER = (
+    "\u0621-\u063a\u0641-\u064a\u066e-\u06d3\u06d5\u06ee\u06ef\u06fa-\u06ff"
+    "\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufefc"
+)
+# Marks that continue an Arabic word: harakat U+064B–U+065F, dagger alef
+# U+0670, Quranic marks U+0610–U+061A / U+06D6–U+06ED, tatweel U+0640.
+_AR_CONT = "\u064b-\u065f\u0670\u0610-\u061a\u06d6-\u06ed\u0640"
+# A Latin (or other non-Arabic script) letter: \w minus digits, underscore
+# and the Arabic block.
+_LAT_LETTER = f"[^\\W\\d_{_AR_LETTER}\u0600-\u06ff]"
+_EMOJI_BASE = (
+    "\U0001f000-\U0001faff\u2600-\u27bf\u2300-\u23ff\u2b00-\u2bff"
+    "\u3030\u303d\u3297\u3299\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u21aa"
+)
+_EMOJI_MOD = "\ufe0f\U0001f3fb-\U0001f3ff\u20e3\U000e0020-\U000e007f"
+# Format characters never start a token of their own: U+200B–U+200F,
+# U+202A–U+202E, U+2060–U+206F, U+FEFF.
+_SKIP = "\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
+
+_TOKEN_RE = re.compile(
+    rf"""
+    (?P<url>(?:https?://|www\.)[^\s<>"]*[^\s<>".,!?؟،)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+  | (?P<mention>@\w+)
+  | (?P<hashtag>\#[\w{_AR_CONT}]+)
+  | (?P<word>[{_AR_LETTER}][{_AR_LETTER}{_AR_CONT}]*)
+  | (?P<latin>\d*{_LAT_LETTER}(?:{_LAT_LETTER}|\d|['’]{_LAT_LETTER})*)
+  | (?P<number>\d+(?:[.,٫٬]\d+)*)
+  | (?P<emoji>[\U0001f1e6-\U0001f1ff]{{2}}
+        |[{_EMOJI_BASE}][{_EMOJI_MOD}]*(?:\u200d[{_EMOJI_BASE}][{_EMOJI_MOD}]*)*)
+  | (?P<punct>[^\s{_SKIP}])
+    """,
+    re.VERBOSE,
+)
+
+_KINDS = {k.name.lower(): k for k in TokenKind}
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split ``text`` into typed tokens; offsets index into ``text``.
+
+    >>> [t.kind.value for t in tokenize("شلونك @ali؟ 7abibi ٣ 😂")]
+    ['word', 'mention', 'punct', 'latin', 'number', 'emoji']
+    >>> tokenize("كَتَبَ")[0]
+    Token(text='كَتَبَ', kind=<TokenKind.WORD: 'word'>, start=0, end=6)
+    """
+    kinds = _KINDS
+    return [
+        Token(m.group(), kinds[m.lastgroup], m.start(), m.end())  # type: ignore[index]
+        for m in _TOKEN_RE.finditer(text)
+    ]

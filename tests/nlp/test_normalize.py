@@ -1,0 +1,99 @@
+"""clean/fold: examples from real dialect text plus hypothesis properties."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nlp import clean, fold
+
+_CONTROLS = (
+    "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"  # zero-width
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # bidi
+)
+_STRIP_ALL = {ord(c): None for c in _CONTROLS}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("شلون\u200cك حبيبي", "شلونك حبيبي"),  # Gulf, ZWNJ inside a word
+        ("عايز\u200b اشحن الرصيد", "عايز\u200b اشحن الرصيد"),  # ZWSP between words: kept
+        ("\ufeffكيفك؟", "كيفك؟"),  # Levantine, leaked BOM
+        ("\u202eواش راك", "واش راك"),  # Maghrebi, unbalanced RLO
+        ("السعر \u2067iPhone 15\u2069 غالي", "السعر \u2067iPhone 15\u2069 غالي"),  # RLI…PDI kept
+        ("شكو ماكو\u202c", "شكو ماكو"),  # Iraqi, stray PDF
+        ("كَتَبَ الوَلَدُ", "كَتَبَ الوَلَدُ"),  # MSA diacritics are the user's
+        ("👨\u200d👩\u200d👧 عيلة", "👨\u200d👩\u200d👧 عيلة"),  # emoji ZWJ sequence intact
+    ],
+)
+def test_clean_examples(raw: str, expected: str) -> None:
+    assert clean(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("إِلَى المَدْرَسَةِ", "الي المدرسه"),
+        ("أهلاً وسهلاً", "اهلا وسهلا"),
+        ("مـــــرحبا", "مرحبا"),
+        ("آسف ٱلله", "اسف الله"),
+        ("کیف", "كيف"),  # Persian keyboard kaf/yeh
+        ("رقمي ٠٥٥١٢٣ و ۰۹۸", "رقمي 055123 و 098"),
+        ("iPhone STRASSE", "iphone strasse"),
+        ("سؤال رئيس", "سؤال رئيس"),  # seated hamzas kept (documented decision)
+        ("ﻻ", "لا"),  # presentation-form ligature
+    ],
+)
+def test_fold_examples(raw: str, expected: str) -> None:
+    assert fold(raw) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text())
+def test_fold_is_idempotent(text: str) -> None:
+    once = fold(text)
+    assert fold(once) == once
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("كتبالوَُِّْةىأإآـ ٣" + _CONTROLS)))
+def test_fold_is_idempotent_on_arabic(text: str) -> None:
+    assert fold(fold(text)) == fold(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text())
+def test_clean_only_removes_controls_and_normalises(text: str) -> None:
+    out = clean(text)
+    # Every character clean() removed is one of the listed controls; all the rest
+    # is the user's text up to NFC.
+    assert unicodedata.normalize("NFC", out.translate(_STRIP_ALL)) == unicodedata.normalize(
+        "NFC", text.translate(_STRIP_ALL)
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("شلونكحبيبي َُ " + _CONTROLS)))
+def test_clean_keeps_letters_and_diacritics(text: str) -> None:
+    out = clean(text)
+    # NFC may reorder stacked marks canonically, nothing else.
+    assert out.translate(_STRIP_ALL) == unicodedata.normalize("NFC", text.translate(_STRIP_ALL))
+    assert clean(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ب" * 100_000,
+        "\u200b\u202e\u2066\ufeff" * 25_000,
+        "😂👨\u200d👩\u200d👧🇸🇦" * 12_500,
+        "\u202a" * 50_000 + "\u202c" * 50_000,
+        "كَ\u200c" * 33_000,
+    ],
+)
+def test_pathological_inputs_complete(text: str) -> None:
+    assert isinstance(fold(clean(text)), str)

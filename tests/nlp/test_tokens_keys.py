@@ -1,0 +1,133 @@
+"""tokenize, segment, words, search_keys, script detection, Arabizi."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nlp import (
+    Script,
+    TokenKind,
+    arabizi_to_arabic,
+    detect_script,
+    fold,
+    search_keys,
+    segment,
+    tokenize,
+    words,
+)
+
+
+def test_tokenize_kinds_and_offsets() -> None:
+    text = "شلونك @ali؟ شوف https://x.com/a #عروض_رمضان 7abibi ٣٥٠ ريال 😂👍🏽"
+    toks = tokenize(text)
+    assert [(t.text, t.kind) for t in toks] == [
+        ("شلونك", TokenKind.WORD),
+        ("@ali", TokenKind.MENTION),
+        ("؟", TokenKind.PUNCT),
+        ("شوف", TokenKind.WORD),
+        ("https://x.com/a", TokenKind.URL),
+        ("#عروض_رمضان", TokenKind.HASHTAG),
+        ("7abibi", TokenKind.LATIN),
+        ("٣٥٠", TokenKind.NUMBER),
+        ("ريال", TokenKind.WORD),
+        ("😂", TokenKind.EMOJI),
+        ("👍🏽", TokenKind.EMOJI),
+    ]
+    for t in toks:
+        assert text[t.start : t.end] == t.text
+
+
+def test_tokenize_keeps_diacritics_inside_word() -> None:
+    # SQLite FTS5's default tokenizer splits كَتَبَ into ك / ت / ب.
+    assert [t.text for t in tokenize("كَتَبَ الوَلَدُ")] == ["كَتَبَ", "الوَلَدُ"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_tokenize_offsets_always_slice_the_input(text: str) -> None:
+    for t in tokenize(text):
+        assert text[t.start : t.end] == t.text
+        assert t.end > t.start
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("والكتاب", ["و", "ال", "كتاب"]),
+        ("بالبيت", ["ب", "ال", "بيت"]),
+        ("وبيقولها", ["و", "ب", "يقول", "ها"]),
+        ("هيموت", ["ه", "يموت"]),
+        ("قلبك", ["قلب", "ك"]),
+        ("للاخر", ["ل", "ل", "اخر"]),
+        # guarded whole words
+        ("والد", ["والد"]),
+        ("والي", ["والي"]),
+        ("فيل", ["فيل"]),
+        ("بلد", ["بلد"]),
+        ("كلب", ["كلب"]),
+        ("الو", ["الو"]),
+        ("بدي", ["بدي"]),
+        ("واللي", ["و", "اللي"]),
+    ],
+)
+def test_segment(word: str, expected: list[str]) -> None:
+    assert segment(word) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ابتثجحخدذرزسشصضطظعغفقكلمنهويء"), max_size=12))
+def test_segment_segments_join_back(word: str) -> None:
+    assert "".join(segment(word)) == word
+
+
+def test_words_for_cue_matching() -> None:
+    assert words("هلا، عندي مشكلة في الموبايل") == ["هلا", "عندي", "مشكله", "في", "موبايل"]
+    assert words("وبالنسبة للفاتورة؟") == ["نسبه", "فاتوره"]
+    assert words("shlonak 7abibi") == ["شلونك", "حبيبي"]
+
+
+@pytest.mark.parametrize(
+    ("query", "doc"),
+    [
+        ("الكتاب", "وبكتابها"),
+        ("مستشفى", "المستشفي"),  # PostgreSQL's arabic config stems these apart
+        ("المعلمات", "معلمين"),
+        ("الفاتورة", "فاتورتي"),
+        ("كَتَبَ", "كتب"),
+        ("مرح\u200cبا", "مرحبا"),  # zero-width character inside a word
+    ],
+)
+def test_search_keys_meet(query: str, doc: str) -> None:
+    assert search_keys(query) == search_keys(doc) != []
+
+
+def test_search_keys_keep_order_duplicates_numbers_latin() -> None:
+    assert search_keys("الكتاب والكتاب في 2024 Routers") == ["كتاب", "كتاب", "2024", "router"]
+    assert search_keys("هو في من على") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "script"),
+    [
+        ("شلونك حبيبي", Script.ARABIC),
+        ("ازيك يا باشا ٣", Script.ARABIC),
+        ("shlonak 7abibi", Script.ARABIZI),
+        ("ana 3ayez a3raf el fatoura", Script.ARABIZI),
+        ("my internet is not working", Script.LATIN),
+        ("الراوتر مو شغال restart ما نفع", Script.MIXED),
+        ("😂😂 !!", Script.OTHER),
+        ("Привет", Script.OTHER),
+    ],
+)
+def test_detect_script(text: str, script: Script) -> None:
+    assert detect_script(text) is script
+
+
+@pytest.mark.parametrize(
+    ("latin", "arabic"),
+    [("shlonak 7abibi", "شلونك حبيبي"), ("3ayez", "عايز"), ("yalla", "يلا"), ("kifak", "كيفك")],
+)
+def test_arabizi_to_arabic(latin: str, arabic: str) -> None:
+    assert fold(arabizi_to_arabic(latin)) == arabic
