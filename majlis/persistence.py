@@ -1,0 +1,120 @@
+"""Opens the durable parts: LangGraph's checkpointer and the thread registry.
+
+``DATABASE_URL`` set → :class:`AsyncPostgresSaver` on a psycopg pool
+(autocommit, dict_row, a connection check on checkout, ``prepare_threshold``
+configurable because transaction-mode PgBouncer cannot keep prepared
+statements). Unset → :class:`AsyncSqliteSaver` on ``<data_dir>/threads.sqlite3``.
+
+Migrations are safe when several replicas start at once: PostgreSQL DDL runs
+under an advisory lock, because LangGraph's own ``setup()`` races on its
+``checkpoint_migrations`` insert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from diwaniya.errors import Unavailable
+from majlis.threads import ThreadStore
+from majlis.threads_pg import MIGRATION_LOCK, PostgresThreadStore
+from majlis.threads_sqlite import SqliteThreadStore
+
+
+@dataclass
+class Persistence:
+    """The checkpointer and thread registry, plus how to close them."""
+
+    checkpointer: BaseCheckpointSaver[Any]
+    threads: ThreadStore
+    backend: str
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def ping(self) -> None:
+        """Raise :class:`Unavailable` when the database does not answer (readiness)."""
+        try:
+            await self.threads.ping()
+        except Exception as exc:
+            raise Unavailable(f"{self.backend} database is not answering: {exc}") from exc
+
+    async def close(self) -> None:
+        for close in reversed(self._closers):
+            await close()
+        self._closers.clear()
+
+
+async def _configure(conn: AsyncConnection[Any]) -> None:
+    await conn.set_autocommit(True)
+
+
+async def migrate_postgres(dsn: str, *, prepare_threshold: int | None) -> None:
+    """Create or upgrade every table the service needs; idempotent and replica-safe."""
+    async with await AsyncConnection.connect(
+        dsn, autocommit=True, prepare_threshold=prepare_threshold, row_factory=dict_row
+    ) as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            await AsyncPostgresSaver(conn).setup()  # type: ignore[arg-type]
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+async def open_postgres(
+    dsn: str,
+    *,
+    min_size: int = 2,
+    max_size: int = 20,
+    lock_pool_size: int = 64,
+    prepare_threshold: int | None = 5,
+    migrate: bool = True,
+    max_waiters: int = 8,
+) -> Persistence:
+    kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": prepare_threshold}
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
+        check=AsyncConnectionPool.check_connection, name="diwaniya",
+    )
+    lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, min_size=1, max_size=lock_pool_size,
+        kwargs={"autocommit": True, "prepare_threshold": None},
+        open=False, check=AsyncConnectionPool.check_connection, name="diwaniya-locks",
+    )
+    try:
+        await pool.open(wait=True, timeout=10)
+        await lock_pool.open(wait=True, timeout=10)
+        if migrate:
+            await migrate_postgres(dsn, prepare_threshold=prepare_threshold)
+    except Exception as exc:
+        await pool.close()
+        await lock_pool.close()
+        raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
+    threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
+    if migrate:
+        await threads.migrate()
+    saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+    return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close])
+
+
+async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8) -> Persistence:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / "threads.sqlite3"
+    saver_conn = await aiosqlite.connect(path)
+    await saver_conn.execute("PRAGMA journal_mode=WAL")
+    await saver_conn.execute("PRAGMA busy_timeout=5000")
+    registry_conn = await aiosqlite.connect(path)
+    saver = AsyncSqliteSaver(saver_conn)
+    threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters)
+    if migrate:
+        await saver.setup()
+        await threads.migrate()
+    return Persistence(saver, threads, "sqlite", [saver_conn.close, registry_conn.close])

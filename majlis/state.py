@@ -1,0 +1,48 @@
+"""The thread state persisted in every checkpoint.
+
+Invariants:
+* ``messages`` is append-only and only the last node of a turn appends to it,
+  so a turn that fails half-way never leaves half a turn in the history.
+* ``turn`` is scratch space for the running turn; the input of each turn
+  replaces it wholesale (``{"reset": True, ...}``) and nodes merge into it.
+* ``completed`` maps request ids to the events of their finished turns, so a
+  repeated ``request_id`` is replayed from the checkpoint, on any replica,
+  without running the turn again. It is bounded (oldest dropped first).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+COMPLETED_KEPT = 200
+
+
+def merge_turn(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """Reducer for ``turn``: ``reset`` starts a new turn, anything else merges."""
+    if new.get("reset"):
+        return {k: v for k, v in new.items() if k != "reset"}
+    return {**(old or {}), **new}
+
+
+def keep_recent(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """Reducer for ``completed``: insertion-ordered, at most ``COMPLETED_KEPT`` entries."""
+    merged = {**(old or {}), **new}
+    if len(merged) > COMPLETED_KEPT:
+        merged = dict(list(merged.items())[-COMPLETED_KEPT:])
+    return merged
+
+
+class ThreadState(TypedDict, total=False):
+    messages: Annotated[list[dict[str, Any]], operator.add]
+    phase: str
+    cycle: int
+    dialect: str
+    dialect_confidence: float
+    dialect_history: list[dict[str, Any]]
+    formality: str
+    gender: str | None
+    last_user_at: str
+    usage: dict[str, float]
+    completed: Annotated[dict[str, dict[str, Any]], keep_recent]
+    turn: Annotated[dict[str, Any], merge_turn]

@@ -1,0 +1,126 @@
+"""The thread registry: who owns a thread, its title and counts, and the per-thread turn lock.
+
+Checkpoints (the conversation state) live in LangGraph's checkpointer; this
+small table answers what the checkpointer cannot do cheaply: ownership checks,
+listing a user's threads newest first with keyset paging, and mutual exclusion
+of turns on one thread *across replicas*.
+
+Two implementations share the :class:`ThreadStore` protocol:
+
+* PostgreSQL: a session-level advisory lock keyed by the thread id, held on a
+  dedicated connection for the whole turn. It is released by PostgreSQL itself
+  if the replica dies, so a crash never leaves a thread stuck.
+* SQLite (embedded): a lease row with an expiry that the holder renews while
+  the turn runs, so two processes on one file exclude each other too, and a
+  crashed holder's lease lapses after ``lease_ttl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal, Protocol
+
+from diwaniya.errors import ResourceExhausted, ThreadBusy
+
+Policy = Literal["reject", "enqueue"]
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRow:
+    thread_id: str
+    tenant: str
+    user_id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    turn_count: int
+
+
+class ThreadStore(Protocol):
+    """Ownership, listing and locking of threads. See module docstring."""
+
+    async def migrate(self) -> None: ...
+    async def create(self, row: ThreadRow) -> None: ...
+    async def get(self, tenant: str, thread_id: str) -> ThreadRow | None: ...
+    async def record_turn(self, thread_id: str, *, at: datetime, title: str) -> None: ...
+    async def list(
+        self, tenant: str, user_id: str, *, limit: int, after: tuple[datetime, str] | None
+    ) -> list[ThreadRow]: ...
+    async def delete(self, tenant: str, thread_id: str) -> bool: ...
+    def lock(
+        self, thread_id: str, *, policy: Policy, wait_s: float
+    ) -> AbstractAsyncContextManager[None]: ...
+    async def ping(self) -> None: ...
+
+
+class WaiterCounter:
+    """Bounds how many turns may queue on one thread in this process (policy ``enqueue``)."""
+
+    def __init__(self, max_waiters: int) -> None:
+        self._max = max_waiters
+        self._waiting: dict[str, int] = {}
+
+    @asynccontextmanager
+    async def waiting(self, thread_id: str) -> AsyncIterator[None]:
+        n = self._waiting.get(thread_id, 0)
+        if n >= self._max:
+            raise ResourceExhausted(
+                f"thread {thread_id} already has {n} turns waiting; retry after the current ones finish"
+            )
+        self._waiting[thread_id] = n + 1
+        try:
+            yield
+        finally:
+            left = self._waiting[thread_id] - 1
+            if left:
+                self._waiting[thread_id] = left
+            else:
+                del self._waiting[thread_id]
+
+
+def busy_error(thread_id: str, waited: float | None = None) -> ThreadBusy:
+    if waited is None:
+        return ThreadBusy(
+            f"thread {thread_id} is busy with another turn; wait for its turn_completed "
+            "event and send again (or use the enqueue concurrency policy)"
+        )
+    return ThreadBusy(
+        f"thread {thread_id} stayed busy for {waited:.1f}s while this turn waited its turn; "
+        "send again later"
+    )
+
+
+async def acquire_polling(
+    try_acquire: Callable[[], "asyncio.Future[bool] | object"],
+    thread_id: str,
+    *,
+    policy: Policy,
+    wait_s: float,
+    interval_s: float = 0.05,
+) -> None:
+    """Call ``try_acquire`` until it returns True, bounded by ``wait_s`` under ``enqueue``.
+
+    Polling (rather than a blocking lock call) keeps the wait cancellable by the
+    client and bounded by the turn's deadline, and works the same for both stores.
+    """
+    start = time.monotonic()
+    while True:
+        got = await try_acquire()  # type: ignore[misc]
+        if got:
+            return
+        if policy == "reject":
+            raise busy_error(thread_id)
+        waited = time.monotonic() - start
+        if waited >= wait_s:
+            raise busy_error(thread_id, waited)
+        await asyncio.sleep(min(interval_s, max(0.0, wait_s - waited)))
+        interval_s = min(interval_s * 1.5, 0.5)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

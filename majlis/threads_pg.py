@@ -1,0 +1,129 @@
+"""PostgreSQL :class:`~majlis.threads.ThreadStore`: a table plus advisory locks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from majlis.threads import Policy, ThreadRow, WaiterCounter, acquire_polling
+
+# Advisory-lock key space: the first argument of the two-int form names our
+# application ("DW" in ASCII) so that other software's advisory locks on the
+# same database cannot collide with ours.
+_LOCK_CLASS = 0x4457
+
+MIGRATION_LOCK = 0x44570001
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS diwaniya_threads (
+    thread_id   text PRIMARY KEY,
+    tenant      text NOT NULL,
+    user_id     text NOT NULL,
+    title       text NOT NULL DEFAULT '',
+    created_at  timestamptz NOT NULL,
+    updated_at  timestamptz NOT NULL,
+    turn_count  integer NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS diwaniya_threads_by_user
+    ON diwaniya_threads (tenant, user_id, updated_at DESC, thread_id DESC);
+"""
+
+_COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
+
+
+class PostgresThreadStore:
+    """Threads in PostgreSQL. ``pool`` serves queries; ``lock_pool`` holds one
+    connection per running turn for its advisory lock (so locks never starve queries)."""
+
+    def __init__(
+        self, pool: AsyncConnectionPool, lock_pool: AsyncConnectionPool, *, max_waiters: int = 8
+    ) -> None:
+        self._pool = pool
+        self._lock_pool = lock_pool
+        self._waiters = WaiterCounter(max_waiters)
+
+    async def migrate(self) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            # Transaction-scoped: concurrent replicas run the DDL one at a time.
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute(_DDL)
+
+    async def create(self, row: ThreadRow) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s)",
+                (row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
+                 row.updated_at, row.turn_count),
+            )
+
+    async def get(self, tenant: str, thread_id: str) -> ThreadRow | None:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(
+                f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND thread_id = %s",
+                (tenant, thread_id),
+            )
+            found = await cur.fetchone()
+        return ThreadRow(**found) if found else None
+
+    async def record_turn(self, thread_id: str, *, at: datetime, title: str) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
+                " turn_count = turn_count + 1,"
+                " title = CASE WHEN title = '' THEN %s ELSE title END WHERE thread_id = %s",
+                (at, title, thread_id),
+            )
+
+    async def list(
+        self, tenant: str, user_id: str, *, limit: int, after: tuple[datetime, str] | None
+    ) -> list[ThreadRow]:
+        query = f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND user_id = %s"
+        params: list[object] = [tenant, user_id]
+        if after is not None:
+            query += " AND (updated_at, thread_id) < (%s, %s)"
+            params += [after[0], after[1]]
+        query += " ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
+        params.append(limit)
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(query, params)
+            rows = await cur.fetchall()
+        return [ThreadRow(**r) for r in rows]
+
+    async def delete(self, tenant: str, thread_id: str) -> bool:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "DELETE FROM diwaniya_threads WHERE tenant = %s AND thread_id = %s",
+                (tenant, thread_id),
+            )
+            return cur.rowcount > 0
+
+    @asynccontextmanager
+    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[None]:
+        async with self._waiters.waiting(thread_id), self._lock_pool.connection() as conn:
+
+            async def try_lock() -> bool:
+                cur = await conn.execute(
+                    "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)
+                )
+                row = await cur.fetchone()
+                return bool(row and row[0])
+
+            await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s)
+            try:
+                yield
+            finally:
+                # The lock is session-level: release it before the connection
+                # returns to the pool, even when the turn was cancelled.
+                await conn.execute(
+                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)
+                )
+
+    async def ping(self) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute("SELECT 1")
