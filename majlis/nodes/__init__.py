@@ -1,0 +1,14 @@
+"""The graph's nodes: analyse → phase → recall → respond → remember.
+
+Each node is a small class whose constructor takes its dependencies and whose
+``__call__`` maps the thread state to a state update, so each can be tested
+on its own with a hand-built state.
+"""
+
+from majlis.nodes.analyse import Analyse
+from majlis.nodes.phase import PhaseNode
+from majlis.nodes.recall import Recall
+from majlis.nodes.remember import Remember
+from majlis.nodes.respond import Respond
+
+__all__ = ["Analyse", "PhaseNode", "Recall", "Remember", "Respond"]

@@ -1,0 +1,25 @@
+"""Emitting events from inside a node: live to the caller, and into the turn record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.config import get_stream_writer
+
+from majlis.events import Event, event_to_dict
+
+
+class Emitter:
+    """Collects a node's events and streams each one as it happens.
+
+    The collected dicts go into ``turn["events"]`` so a completed turn can be
+    replayed exactly; the live copy goes through LangGraph's custom stream.
+    """
+
+    def __init__(self, state_turn: dict[str, Any]) -> None:
+        self._writer = get_stream_writer()
+        self.events: list[dict[str, Any]] = list(state_turn.get("events", []))
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event_to_dict(event))
+        self._writer(event)

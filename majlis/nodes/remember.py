@@ -1,0 +1,56 @@
+"""remember: commit the turn — history, learned facts, usage, and the replay record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from majlis.state import ThreadState
+from memory import FactExtractor, MemoryStore
+
+
+class Remember:
+    """The last node: the only one that appends to ``messages``.
+
+    It stores facts the user stated about themselves (through the extraction
+    seam, so a model-based extractor can replace the rules), adds the turn to
+    the history and records the turn's events under its ``request_id`` so a
+    retry replays instead of running again.
+    """
+
+    def __init__(self, store: MemoryStore, extractor: FactExtractor) -> None:
+        self._store = store
+        self._extractor = extractor
+
+    async def __call__(self, state: ThreadState) -> dict[str, Any]:
+        turn = state["turn"]
+        facts = self._extractor.extract(turn["text"])
+        if facts:
+            await self._store.put([
+                f.bind(tenant=turn["tenant"], user_id=turn["user_id"],
+                       thread_id=turn["thread_id"], turn_id=turn["turn_id"])
+                for f in facts
+            ])
+        meta = {"turn_id": turn["turn_id"], "phase": turn["phase"], "dialect": turn["dialect"],
+                "at": turn["at"]}
+        messages = [
+            {"role": "user", "text": turn["text"], **meta},
+            {"role": "assistant", "text": turn["reply"], **meta},
+        ]
+        usage = dict(state.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0,
+                                             "cost_usd": 0.0})
+        if turn.get("usage"):
+            for key in ("prompt_tokens", "completion_tokens", "cost_usd"):
+                usage[key] = usage.get(key, 0) + turn["usage"][key]
+        update: dict[str, Any] = {
+            "messages": messages,
+            "last_user_at": turn["at"],
+            "usage": usage,
+        }
+        if turn.get("request_id"):
+            update["completed"] = {turn["request_id"]: {
+                "turn_id": turn["turn_id"], "events": turn.get("events", []),
+                "reply": turn["reply"], "phase": turn["phase"], "dialect": turn["dialect"],
+                "dialect_confidence": turn.get("dialect_confidence", 0.0),
+                "script": turn.get("script", ""),
+            }}
+        return update

@@ -1,0 +1,103 @@
+"""respond: the reply, streamed — from the configured chat model or the offline responder."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hijridate import Hijri
+
+from majlis.models import (
+    ChatMessage,
+    ChatModel,
+    ModelRequest,
+    Recalled,
+    ResponderContext,
+)
+from majlis.nodes._emit import Emitter
+from majlis.prompt import compose_system_prompt
+from majlis.state import ThreadState
+from majlis.tools import ToolContext, ToolRegistry, run_model_turn
+
+# How many past messages the model sees besides the system prompt.
+HISTORY_MESSAGES = 12
+
+RegistryFactory = Callable[[dict[str, Any]], ToolRegistry]
+
+
+class Respond:
+    """Builds the model request from the turn and runs the model/tool loop.
+
+    The model sees the tenant persona, the Majlis tone directive, the recalled
+    memories fenced as untrusted data, and the date in both calendars; the
+    offline responder reads the same turn through :class:`ResponderContext`.
+    """
+
+    def __init__(self, model: ChatModel, tools: RegistryFactory, *, persona: str,
+                 deadline_key: str = "deadline") -> None:
+        self._model = model
+        self._tools = tools
+        self._persona = persona
+        self._deadline_key = deadline_key
+
+    async def __call__(self, state: ThreadState) -> dict[str, Any]:
+        turn = state["turn"]
+        emit = Emitter(turn)
+        recalled = tuple(
+            Recalled(id=r["id"], kind=r["kind"], title=r["title"], text=r["text"],
+                     snippet=r["snippet"], score=r["score"])
+            for r in turn.get("recalled", [])
+        )
+        cues = turn.get("cues", {})
+        context = ResponderContext(
+            user_text=turn["text"],
+            region=turn["tone"]["register"],
+            phase=turn["phase"],
+            opening=turn.get("opening", ""),
+            closing=turn.get("closing", ""),
+            is_request=bool(cues.get("request") or cues.get("question") or cues.get("complaint")),
+            frustrated=bool(cues.get("frustration")),
+            insists=bool(cues.get("insistence")),
+            recalled=recalled,
+        )
+        hy, hm, hd = turn["hijri"]
+        system = compose_system_prompt(
+            persona=self._persona,
+            tone_block=turn["tone_prompt"],
+            region=turn["dialect"],
+            recalled=[r for r in recalled if r.kind == "document"],
+            facts=[r.text for r in recalled if r.kind != "document"],
+            now_gregorian=turn["local_time"],
+            now_hijri=f"{hd} {Hijri(hy, hm, hd).month_name('ar')} {hy}",
+        )
+        history = [
+            ChatMessage(role=m["role"], content=m["text"])
+            for m in state.get("messages", [])[-HISTORY_MESSAGES:]
+        ]
+        request = ModelRequest(
+            messages=(ChatMessage(role="system", content=system), *history,
+                      ChatMessage(role="user", content=turn["text"])),
+            tools=(),
+            context=context,
+            deadline=turn.get(self._deadline_key),
+        )
+        registry = self._tools(turn)
+        ctx = ToolContext(tenant=turn["tenant"], user_id=turn["user_id"],
+                          thread_id=turn["thread_id"], turn_id=turn["turn_id"],
+                          deadline=turn.get(self._deadline_key))
+        started = time.monotonic()
+        out = await run_model_turn(self._model, request, registry, ctx, emit)
+        usage = out.usage
+        return {
+            "turn": {
+                "events": emit.events,
+                "reply": out.text,
+                "handoff": out.handoff,
+                "respond_s": round(time.monotonic() - started, 4),
+                "usage": None if usage is None else {
+                    "model": usage.model, "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens, "cost_usd": usage.cost_usd,
+                },
+            }
+        }

@@ -1,0 +1,57 @@
+"""Per-turn tool wiring: the built-in tools bound to this turn's tenant, user and thread."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import nlp
+from majlis.models import Recalled
+from majlis.tools import (
+    Tool,
+    ToolRegistry,
+    compose_handoff_summary,
+    handoff_tool,
+    kb_search_tool,
+    remember_fact_tool,
+)
+from memory import Kind, MemoryStore, NewRecord
+
+
+class TurnTools:
+    """``TurnTools(store, webhooks)(turn)`` → the :class:`ToolRegistry` for one turn.
+
+    Built-ins are closures over the turn, so a tool can never reach another
+    tenant's knowledge base or write a fact onto another user.
+    """
+
+    def __init__(self, store: MemoryStore, webhooks: Sequence[Tool] = ()) -> None:
+        self._store = store
+        self._webhooks = list(webhooks)
+
+    def __call__(self, turn: dict[str, Any]) -> ToolRegistry:
+        tenant, user, thread, turn_id = (
+            turn["tenant"], turn["user_id"], turn["thread_id"], turn["turn_id"])
+
+        async def search(query: str, k: int) -> list[Recalled]:
+            hits = await self._store.search(tenant, query, kinds={Kind.DOCUMENT}, k=k)
+            return [Recalled(id=h.record.id, kind=str(h.record.kind), title=h.record.title,
+                             text=h.record.text, snippet=h.snippet, score=h.score) for h in hits]
+
+        async def remember(fact: str) -> str:
+            (saved,) = await self._store.put([NewRecord(
+                tenant=tenant, kind=Kind.FACT, text=nlp.clean(fact), user_id=user,
+                thread_id=thread, turn_id=turn_id, metadata={"source": "remember_fact"})])
+            return saved.id
+
+        def summarise() -> str:
+            cues = turn.get("cues", {})
+            sentiment = "frustrated" if cues.get("frustration") else "neutral"
+            facts = [r["text"] for r in turn.get("recalled", []) if r["kind"] != "document"]
+            return compose_handoff_summary(
+                dialect=turn.get("dialect", ""), phase=turn.get("phase", ""),
+                open_request=turn["text"], sentiment=sentiment, facts=facts)
+
+        builtins: list[Tool] = [kb_search_tool(search), remember_fact_tool(remember),
+                                handoff_tool(summarise)]
+        return ToolRegistry([*builtins, *self._webhooks], keys=nlp.search_keys)
