@@ -1,0 +1,161 @@
+"""``diwaniya``: serve, migrate, chat, kb.
+
+>>> main(["chat", "--once", "السلام عليكم", "--json"])   # doctest: +SKIP
+{"thread_id": "…", "turn_id": "…", "seq": 1, "turn_started": {…}}
+…
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from diwaniya.errors import DiwaniyaError
+from service.settings import Settings
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="diwaniya", description="Arabic-native conversational service")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gRPC server")
+    serve.add_argument("--listen", help="HOST:PORT (default from DIWANIYA_LISTEN, 127.0.0.1:50051)")
+
+    sub.add_parser("migrate", help="create or upgrade the database tables, then exit")
+
+    chat = sub.add_parser("chat", help="talk to a running server")
+    chat.add_argument("--once", metavar="TEXT", help="send one message and exit")
+    chat.add_argument("--thread", default="", help="continue this thread id")
+    chat.add_argument("--user", default="cli-user", help="user id (default cli-user)")
+    chat.add_argument("--country", default="", help="ISO 3166-1 alpha-2, e.g. KW")
+    chat.add_argument("--timezone", default="", help="IANA zone, e.g. Asia/Riyadh")
+    chat.add_argument("--client-time", default="", help="ISO 8601 instant, e.g. 2027-02-25T09:00:00+03:00")
+    chat.add_argument("--target", default="", help="HOST:PORT of the server")
+    chat.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
+    chat.add_argument("--json", action="store_true", help="print every event as one JSON line")
+
+    kb = sub.add_parser("kb", help="manage a tenant's knowledge base")
+    kbsub = kb.add_subparsers(dest="kb_command", required=True)
+    ingest = kbsub.add_parser("ingest", help="ingest Markdown, text or JSONL files")
+    ingest.add_argument("--tenant", required=True)
+    ingest.add_argument("files", nargs="+", type=Path)
+    search = kbsub.add_parser("search", help="search the knowledge base")
+    search.add_argument("--tenant", required=True)
+    search.add_argument("-k", type=int, default=5)
+    search.add_argument("query")
+    delete = kbsub.add_parser("delete", help="delete documents by id")
+    delete.add_argument("--tenant", required=True)
+    delete.add_argument("doc_ids", nargs="+")
+    return p
+
+
+async def _serve(settings: Settings, listen: str | None) -> None:
+    from service.app import build_app
+    from service.server import serve_until_signal
+
+    app = await build_app(settings)
+    try:
+        server = app.server(listen=listen)
+        port = await server.start()
+        host = (listen or settings.listen).rpartition(":")[0]
+        logging.getLogger("diwaniya").info(
+            "serving diwaniya.v1.Conversations on %s:%d (%s, %s)", host, port,
+            app.persistence.backend, "model" if settings.model_base_url else "offline responder")
+        print(f"diwaniya listening on {host}:{port}", flush=True)
+        await serve_until_signal(server)
+    finally:
+        await app.close()
+
+
+async def _migrate(settings: Settings) -> None:
+    from majlis.persistence import migrate_postgres, open_sqlite
+    from memory import open_store
+
+    dsn = settings.database_dsn()
+    if dsn:
+        await migrate_postgres(dsn, prepare_threshold=settings.prepare_threshold)
+        from majlis.persistence import open_postgres
+
+        db = await open_postgres(dsn, migrate=True, min_size=1, max_size=2, lock_pool_size=1)
+    else:
+        db = await open_sqlite(settings.data_dir)
+    await db.close()
+    store = await open_store(dsn, sqlite_path=settings.data_dir / "memory.sqlite3")
+    await store.close()
+    print("migrated", "postgres" if dsn else f"sqlite in {settings.data_dir}")
+
+
+async def _chat(settings: Settings, args: argparse.Namespace) -> int:
+    from service.chat import repl, run_once
+    from service.client import DiwaniyaClient
+
+    target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
+    client_time = datetime.fromisoformat(args.client_time) if args.client_time else None
+    async with DiwaniyaClient(target, api_key=args.api_key) as client:
+        if args.once is not None:
+            return await run_once(client, args.once, user_id=args.user, thread_id=args.thread,
+                                  country=args.country, timezone=args.timezone,
+                                  client_time=client_time, as_json=args.json, out=sys.stdout)
+        return await repl(client, user_id=args.user, thread_id=args.thread,
+                          country=args.country, timezone=args.timezone)
+
+
+async def _kb(settings: Settings, args: argparse.Namespace) -> int:
+    from memory import kb, open_store
+
+    store = await open_store(settings.database_dsn(),
+                             sqlite_path=settings.data_dir / "memory.sqlite3")
+    try:
+        if args.kb_command == "ingest":
+            report = await kb.ingest_files(store, args.tenant, args.files)
+            print(json.dumps({"documents": report.documents, "chunks_written": report.chunks_written,
+                              "chunks_removed": report.chunks_removed}, ensure_ascii=False))
+        elif args.kb_command == "search":
+            for hit in await kb.search(store, args.tenant, args.query, k=args.k):
+                print(json.dumps({"id": hit.record.id, "score": round(hit.score, 4),
+                                  "title": hit.record.title, "snippet": hit.snippet},
+                                 ensure_ascii=False))
+        else:
+            removed = await kb.delete_documents(store, args.tenant, args.doc_ids)
+            print(json.dumps({"chunks_removed": removed}))
+    finally:
+        await store.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # Arabic must print even under LANG=C.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure:
+            reconfigure(encoding="utf-8")
+    logging.basicConfig(level=os.environ.get("DIWANIYA_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        settings = Settings()
+        if args.command == "serve":
+            asyncio.run(_serve(settings, args.listen))
+            return 0
+        if args.command == "migrate":
+            asyncio.run(_migrate(settings))
+            return 0
+        if args.command == "chat":
+            return asyncio.run(_chat(settings, args))
+        return asyncio.run(_kb(settings, args))
+    except DiwaniyaError as exc:
+        print(f"diwaniya: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""A small typed client for ``diwaniya.v1.Conversations``.
+
+>>> async with DiwaniyaClient("127.0.0.1:50051") as client:      # doctest: +SKIP
+...     async for event in client.send("السلام عليكم", user_id="u1"):
+...         print(event.WhichOneof("event"))
+turn_started
+phase_changed
+text_delta
+...
+turn_completed
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from types import TracebackType
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from diwaniya.v1 import conversations_pb2 as pb
+from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
+from service.convert import timestamp
+
+
+class DiwaniyaClient:
+    def __init__(self, target: str, *, api_key: str | None = None,
+                 timeout_s: float | None = 120.0) -> None:
+        self._channel = grpc.aio.insecure_channel(target)
+        self._stub = pb_grpc.ConversationsStub(self._channel)
+        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
+        self._timeout = timeout_s
+
+    async def __aenter__(self) -> DiwaniyaClient:
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    @staticmethod
+    def message(
+        text: str, *, user_id: str, thread_id: str = "", request_id: str = "", country: str = "",
+        timezone: str = "", client_time: datetime | None = None,
+    ) -> pb.SendMessageRequest:
+        msg = pb.SendMessageRequest(text=text, user_id=user_id, thread_id=thread_id,
+                                    request_id=request_id, country=country, timezone=timezone)
+        if client_time is not None:
+            msg.client_time.CopyFrom(timestamp(client_time))
+        return msg
+
+    def send(self, text: str, *, user_id: str, thread_id: str = "", request_id: str = "",
+             country: str = "", timezone: str = "", client_time: datetime | None = None,
+             timeout_s: float | None = None) -> AsyncIterator[pb.TurnEvent]:
+        """One turn; iterate the returned call for its events (``grpc.aio.AioRpcError`` on failure)."""
+        request = self.message(text, user_id=user_id, thread_id=thread_id, request_id=request_id,
+                               country=country, timezone=timezone, client_time=client_time)
+        return self._stub.SendMessage(request, metadata=self._metadata,  # type: ignore[no-any-return]
+                                      timeout=timeout_s or self._timeout)
+
+    def converse(self, messages: AsyncIterator[pb.ClientMessage]) -> AsyncIterator[pb.TurnEvent]:
+        return self._stub.Converse(messages, metadata=self._metadata)  # type: ignore[no-any-return]
+
+    async def get_thread(self, thread_id: str, *, user_id: str) -> pb.Thread:
+        return await self._stub.GetThread(  # type: ignore[no-any-return]
+            pb.GetThreadRequest(thread_id=thread_id, user_id=user_id), metadata=self._metadata)
+
+    async def list_threads(self, *, user_id: str, page_size: int = 20,
+                           page_token: str = "") -> pb.ListThreadsResponse:
+        return await self._stub.ListThreads(  # type: ignore[no-any-return]
+            pb.ListThreadsRequest(user_id=user_id, page_size=page_size, page_token=page_token),
+            metadata=self._metadata)
+
+    async def delete_thread(self, thread_id: str, *, user_id: str) -> pb.DeleteThreadResponse:
+        return await self._stub.DeleteThread(  # type: ignore[no-any-return]
+            pb.DeleteThreadRequest(thread_id=thread_id, user_id=user_id), metadata=self._metadata)
+
+    async def health(self, service: str = "") -> str:
+        stub = health_pb2_grpc.HealthStub(self._channel)
+        reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)

@@ -1,0 +1,33 @@
+"""The one place where domain errors become gRPC status codes."""
+
+from __future__ import annotations
+
+import grpc
+
+from diwaniya import errors
+
+# Most specific first: CalendarRangeError is an InvalidRequest.
+_STATUS: tuple[tuple[type[errors.DiwaniyaError], grpc.StatusCode], ...] = (
+    (errors.InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
+    (errors.NotFound, grpc.StatusCode.NOT_FOUND),
+    (errors.ThreadBusy, grpc.StatusCode.ABORTED),
+    (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (errors.DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
+    (errors.ModelError, grpc.StatusCode.UNAVAILABLE),
+    (errors.ConfigurationError, grpc.StatusCode.FAILED_PRECONDITION),
+)
+
+
+def status_for(exc: errors.DiwaniyaError) -> grpc.StatusCode:
+    for cls, code in _STATUS:
+        if isinstance(exc, cls):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def error_code(exc: errors.DiwaniyaError) -> str:
+    """Stable code for an in-stream ``Error`` event (the status name, lower-cased)."""
+    return status_for(exc).name.lower()

@@ -1,0 +1,128 @@
+"""The grpc.aio server: options, health, reflection, readiness and graceful drain."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from diwaniya.v1 import conversations_pb2 as pb
+from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
+from service.servicer import ConversationsServicer
+
+log = logging.getLogger("diwaniya.server")
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Conversations"].full_name
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    listen: str = "127.0.0.1:0"
+    reflection: bool = True
+    max_message_bytes: int = 1 << 20
+    max_concurrent_streams: int = 256
+    keepalive_time_s: int = 60
+    keepalive_timeout_s: int = 20
+    drain_grace_s: float = 20.0
+    readiness_interval_s: float = 5.0
+
+
+class Server:
+    """Owns the grpc.aio server and its lifecycle.
+
+    ``start()`` binds and returns the port; ``drain()`` turns health to
+    NOT_SERVING first (so load balancers stop routing new streams here),
+    refuses new turns, then ``stop(grace)`` lets open streams finish.
+    """
+
+    def __init__(
+        self,
+        servicer: ConversationsServicer,
+        ready: Callable[[], Awaitable[None]],
+        options: ServerOptions,
+        draining: asyncio.Event,
+    ) -> None:
+        self._options = options
+        self._ready = ready
+        self._draining = draining
+        self.health = health.aio.HealthServicer()
+        grpc_options = [
+            ("grpc.max_receive_message_length", options.max_message_bytes),
+            ("grpc.max_send_message_length", options.max_message_bytes),
+            ("grpc.max_concurrent_streams", options.max_concurrent_streams),
+            ("grpc.keepalive_time_ms", options.keepalive_time_s * 1000),
+            ("grpc.keepalive_timeout_ms", options.keepalive_timeout_s * 1000),
+            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            ("grpc.keepalive_permit_without_calls", 1),
+        ]
+        self._server = grpc.aio.server(
+            options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4
+        )
+        pb_grpc.add_ConversationsServicer_to_server(servicer, self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        if options.reflection:
+            reflection.enable_server_reflection(
+                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+            )
+        self._watch: asyncio.Task[None] | None = None
+        self.port = 0
+
+    async def start(self) -> int:
+        self.port = self._server.add_insecure_port(self._options.listen)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self._options.listen}")
+        await self._server.start()
+        await self._check_ready()
+        self._watch = asyncio.create_task(self._watch_readiness())
+        return self.port
+
+    async def _set(self, status: int) -> None:
+        for name in ("", SERVICE_NAME):
+            await self.health.set(name, status)  # type: ignore[arg-type]
+
+    async def _check_ready(self) -> None:
+        if self._draining.is_set():
+            return
+        try:
+            await asyncio.wait_for(self._ready(), timeout=5)
+            await self._set(health_pb2.HealthCheckResponse.SERVING)
+        except Exception as exc:  # noqa: BLE001 — any failure means not ready
+            log.warning("not ready: %s", exc)
+            await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    async def _watch_readiness(self) -> None:
+        while True:
+            await asyncio.sleep(self._options.readiness_interval_s)
+            await self._check_ready()
+
+    async def drain(self, grace: float | None = None) -> None:
+        grace = self._options.drain_grace_s if grace is None else grace
+        self._draining.set()
+        if self._watch:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
+        log.info("draining: NOT_SERVING, waiting up to %.1fs for open streams", grace)
+        await self._server.stop(grace)
+
+    async def wait_for_termination(self) -> None:
+        await self._server.wait_for_termination()
+
+
+async def serve_until_signal(server: Server) -> None:
+    """Run until SIGTERM/SIGINT, then drain."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("signal received")
+    await server.drain()

@@ -1,0 +1,85 @@
+"""Operator settings, read once by the entry point (``service.cli``).
+
+Every setting is a ``DIWANIYA_*`` environment variable (``DATABASE_URL`` is
+also accepted bare, as Kubernetes secrets and PaaS platforms provide it), or a
+key in an optional ``.env``-style file named by ``DIWANIYA_SETTINGS_FILE``.
+Nothing below the entry point reads the environment: constructors receive the
+values they need.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="DIWANIYA_",
+        env_file=os.environ.get("DIWANIYA_SETTINGS_FILE"),
+        env_file_encoding="utf-8",
+        extra="ignore",
+    )
+
+    # --- network -----------------------------------------------------------
+    listen: str = "127.0.0.1:50051"
+    reflection: bool = True
+    max_message_bytes: int = Field(default=1 << 20, ge=4096)
+    max_concurrent_streams: int = Field(default=256, ge=1)
+    keepalive_time_s: int = Field(default=60, ge=10)
+    keepalive_timeout_s: int = Field(default=20, ge=1)
+    drain_grace_s: float = Field(default=20.0, ge=0)
+    default_turn_timeout_s: float = Field(default=120.0, gt=0)
+
+    # --- auth: API key -> tenant. Empty: open mode, every caller is tenant "default".
+    api_keys: dict[str, str] = Field(default_factory=dict)
+
+    # --- persistence -------------------------------------------------------
+    database_url: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DIWANIYA_DATABASE_URL", "DATABASE_URL")
+    )
+    data_dir: Path = Path("./data")
+    pool_min_size: int = Field(default=2, ge=1)
+    pool_max_size: int = Field(default=20, ge=1)
+    # psycopg prepares a statement after this many uses; None disables
+    # prepared statements, which transaction-mode PgBouncer requires.
+    prepare_threshold: int | None = 5
+    migrate_on_start: bool = True
+
+    # --- turns -------------------------------------------------------------
+    concurrency_policy: Literal["reject", "enqueue"] = "reject"
+    enqueue_wait_s: float = Field(default=30.0, ge=0)
+    enqueue_max_waiters: int = Field(default=8, ge=1)
+    max_text_chars: int = Field(default=4000, ge=1)
+    max_token_chars: int = Field(default=200, ge=8)
+    completed_turns_kept: int = Field(default=200, ge=1)
+    long_gap_hours: float = Field(default=6.0, gt=0)
+
+    # --- model (unset base URL: the offline responder) ----------------------
+    model_base_url: str | None = None
+    model_name: str = "gpt-4o-mini"
+    model_api_key: SecretStr | None = None
+    model_temperature: float = 0.3
+    model_max_tokens: int = 512
+    model_timeout_s: float = 60.0
+
+    # --- Majlis -------------------------------------------------------------
+    persona_name: str = "ديوانية"
+    register_policy: Literal["mirror", "msa"] = "mirror"
+    default_timezone: str = "Asia/Kuwait"
+    country_offsets: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("listen")
+    @classmethod
+    def _check_listen(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError("listen must look like HOST:PORT, e.g. 0.0.0.0:50051")
+        return value
+
+    def database_dsn(self) -> str | None:
+        return self.database_url.get_secret_value() if self.database_url else None

@@ -1,0 +1,89 @@
+"""A real gRPC server on 127.0.0.1:0 over SQLite or a fresh PostgreSQL database."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from majlis.culture import FixedClock
+from service import App, DiwaniyaClient, Server, Settings, build_app
+from tests.fakes import ScriptedOpenAIServer
+
+# A fixed, ordinary Sunday morning in Kuwait (no season, no national day).
+DEFAULT_TIME = datetime(2026, 11, 1, 7, 30, tzinfo=UTC)
+
+
+@dataclass
+class Running:
+    app: App
+    server: Server
+    client: DiwaniyaClient
+    settings: Settings
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.server.port}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def settings_for(backend: str, tmp_path: Path, request: pytest.FixtureRequest
+                 ) -> Callable[..., Settings]:
+    dsn = request.getfixturevalue("pg_dsn") if backend == "postgres" else None
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {"data_dir": tmp_path / "data", "listen": "127.0.0.1:0",
+                                  "drain_grace_s": 5.0}
+        if dsn:
+            values["database_url"] = dsn
+        values.update(overrides)
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+def run_service(settings_for: Callable[..., Settings]
+                ) -> Callable[..., Any]:
+    """``async with run_service(**settings) as svc`` — a started server and a client."""
+
+    @asynccontextmanager
+    async def start(*, clock: Any = None, **overrides: Any) -> AsyncIterator[Running]:
+        settings = settings_for(**overrides)
+        app = await build_app(settings, clock=clock or FixedClock(DEFAULT_TIME))
+        server = app.server()
+        await server.start()
+        client = DiwaniyaClient(f"127.0.0.1:{server.port}")
+        try:
+            yield Running(app, server, client, settings)
+        finally:
+            await client.close()
+            await server.drain(0)
+            await app.close()
+
+    return start
+
+
+@pytest.fixture
+def openai_server() -> Iterator[ScriptedOpenAIServer]:
+    server = ScriptedOpenAIServer()
+    yield server
+    server.close()
+
+
+async def collect(call: Any) -> list[Any]:
+    return [event async for event in call]
+
+
+def kinds(events: list[Any]) -> list[str]:
+    return [e.WhichOneof("event") for e in events]
