@@ -1,0 +1,111 @@
+"""Composing the customary opening and closing lines of a reply.
+
+The opening returns every greeting the user gave, in the user's dialect and
+the turn's register, then the day's seasonal greetings (on first contact or
+when the user greeted). The model layer writes the business part after it.
+
+    >>> compose_opening(read_cues("السلام عليكم، شلونك؟"), region="gulf", tone=tone,
+    ...                 moment=kuwait_2027_02_25, first_contact=True)
+    'وعليكم السلام ورحمة الله وبركاته، الحمد لله بخير، وانت شلونك؟ رمضان كريم، ومبارك عليكم
+    الشهر. كل عام والكويت بخير بمناسبة العيد الوطني'
+    >>> compose_closing(read_cues("مشكور، مع السلامة"), region="gulf", tone=tone)
+    'العفو، في أمان الله'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from majlis.culture.calendar import Moment
+from majlis.culture.cues import Cues
+from majlis.culture.greetings import GreetingTable, load_greetings
+from majlis.culture.tone import ToneDirective
+
+__all__ = ["compose_closing", "compose_opening"]
+
+# Modifiers a brief greeting style leaves out: they are nice, not expected.
+_MINOR = frozenset({"friday", "last_ten_nights"})
+# Sentence ends that need no full stop before the next sentence (؟ is U+061F).
+_ENDS = ("?", "\u061f", "!", ".")
+
+
+def _dialect(region: str, tone: ToneDirective) -> str:
+    """Replies follow the directive's register: the user's region, or MSA by policy."""
+    return "msa" if tone.register == "msa" else region
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(i for i in items if i))
+
+
+def _sentences(parts: list[str]) -> str:
+    """Join sentences with a full stop unless one already ends in ?/؟/!/."""
+    out = ""
+    for part in parts:
+        if out:
+            out += (" " if out.endswith(_ENDS) else ". ") + part
+        else:
+            out = part
+    return out
+
+
+def compose_opening(
+    cues: Cues,
+    *,
+    region: str,
+    tone: ToneDirective,
+    moment: Moment,
+    first_contact: bool,
+    greetings: GreetingTable | None = None,
+) -> str:
+    """The reciprocal greeting(s), then seasonal greeting(s); "" when nothing to say.
+
+    Order: greetings returned as said (السلام عليكم → وعليكم السلام, رمضان كريم → الله
+    أكرم), then the wellbeing answer with its question back (it ends in ؟), then the
+    day's seasonal greetings, skipping any the user already said.
+    """
+    table = greetings or load_greetings()
+    dialect = _dialect(region, tone)
+    entries = [table.entry(key) for key in cues.openers]
+
+    def reply(key: str) -> str:
+        return table.entry(key).reply(
+            region=dialect, register=tone.formality, gender=tone.addressee_gender
+        )
+
+    head = _unique(
+        [reply(e.key) for e in entries if not e.wellbeing]
+        + [reply(e.key) for e in entries if e.wellbeing]
+    )
+    seasonal: list[str] = []
+    if first_contact or cues.greeted:
+        said = set(cues.openers)
+        for modifier in moment.modifiers:
+            if said & set(modifier.user_openers):
+                continue  # the user said it; its reply is already in head
+            if tone.greeting_style == "brief" and (modifier.key in _MINOR or seasonal):
+                continue
+            seasonal.append(modifier.greeting_ar)
+    parts = ["، ".join(head)] if head else []
+    return _sentences(parts + _unique(seasonal))
+
+
+def compose_closing(
+    cues: Cues,
+    *,
+    region: str,
+    tone: ToneDirective,
+    greetings: GreetingTable | None = None,
+) -> str:
+    """The answer to thanks and goodbyes: شكرا → العفو, تسلم → الله يسلمك, مع السلامة →
+    في أمان الله; "" when the message neither thanks nor leaves."""
+    table = greetings or load_greetings()
+    dialect = _dialect(region, tone)
+    keys = list(cues.closers)
+    if cues.farewell and not any(table.entry(k).kind == "farewell" for k in keys):
+        keys.append("ma_salama")  # a bare "سلام" next to thanks is a goodbye
+    replies = _unique(
+        table.entry(k).reply(region=dialect, register=tone.formality, gender=tone.addressee_gender)
+        for k in keys
+    )
+    return "، ".join(replies)

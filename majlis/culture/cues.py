@@ -1,0 +1,217 @@
+"""Reading one message for what it *does*: greet, ask, complain, thank, leave.
+
+Cues are read from whole words only (see :mod:`majlis.culture.phrases`): the
+message is folded and clitic-segmented by ``nlp.words`` and Latin words are
+taken raw, then matched against the greeting table and the cue lexicon
+(``data/cues.json``). Words a greeting already used ("كيف" in "كيف حالك") do
+not count again as a question.
+
+    >>> c = read_cues("هلا، عندي مشكلة في الحساب")
+    >>> c.openers, c.request, c.complaint, c.farewell
+    (('hala',), True, True, False)
+    >>> read_cues("عندي مشكلة في تطبيق الموبايل").farewell   # باي is not inside الموبايل
+    False
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+import nlp
+from majlis.culture.greetings import GreetingTable, load_greetings
+from majlis.culture.phrases import (
+    Match,
+    PhraseIndex,
+    Script,
+    Words,
+    WordSplitter,
+    is_latin,
+    latin_words,
+)
+
+__all__ = ["CueReader", "Cues", "Formality", "read_cues"]
+
+Formality = Literal["formal", "neutral", "casual"]
+Gender = Literal["m", "f"]
+
+# Runs of exclamation marks, or of mixed ?/؟ (U+061F ARABIC QUESTION MARK)/! ,
+# read as exasperation: "وين الطلب!!" , "ليش كذا؟؟؟".
+_EXASPERATION = re.compile(r"!{2,}|[!?\u061F]{3,}")
+# Written laughter: ههه (U+0647 repeated) or "hahaha"; a casual register marker.
+_LAUGHTER = re.compile(r"\u0647{3,}|\b(?:ha){2,}\b", re.IGNORECASE)
+# Pictographic emoji (U+1F300–U+1FAFF) and dingbats/symbols (U+2600–U+27BF).
+_EMOJI = re.compile(r"[\U0001F300-\U0001FAFF\u2600-\u27BF]")
+# A question mark, Latin or Arabic (U+061F).
+_QUESTION_MARK = re.compile(r"[?\u061F]")
+
+
+@dataclass(frozen=True, slots=True)
+class Cues:
+    """What one message says, read from whole words.
+
+    ``openers`` and ``closers`` are keys into the greeting table, in the order
+    the user said them (e.g. ``("salam", "shlonak")``, ``("shukran",)``).
+    ``self_gender`` comes only from the user's own words about themselves
+    ("انا تعبانة" → "f"), never from a name. ``formality`` is how the user writes.
+    """
+
+    openers: tuple[str, ...] = ()
+    wellbeing: bool = False
+    thanks: bool = False
+    farewell: bool = False
+    request: bool = False
+    question: bool = False
+    complaint: bool = False
+    frustration: bool = False
+    insistence: bool = False
+    self_gender: Gender | None = None
+    formality: Formality = "neutral"
+    closers: tuple[str, ...] = ()
+
+    @property
+    def business(self) -> bool:
+        """The message asks for something: a request, question, complaint or a human."""
+        return self.request or self.question or self.complaint or self.insistence
+
+    @property
+    def greeted(self) -> bool:
+        return bool(self.openers) or self.wellbeing
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+@lru_cache(maxsize=1)
+def _packaged_lexicon() -> Mapping[str, Any]:
+    text = resources.files("majlis.culture").joinpath("data/cues.json").read_text("utf-8")
+    data: Mapping[str, Any] = json.loads(text)
+    return data
+
+
+class CueReader:
+    """Reads :class:`Cues` with a given word splitter, greeting table and lexicon."""
+
+    # Lexicon categories matched only on words no greeting/closer phrase used.
+    _BUSINESS = ("request", "complaint", "question", "insistence")
+    # Categories matched on every word (a greeting can be formal or casual).
+    _TONE = ("frustration", "formal", "casual")
+
+    def __init__(
+        self,
+        *,
+        words: WordSplitter,
+        greetings: GreetingTable,
+        lexicon: Mapping[str, Any],
+    ) -> None:
+        self._words = words
+        self._greetings = greetings
+        self._greeting_index = PhraseIndex(
+            ((p, e.key) for e in greetings.entries.values() for p in e.all_phrases()), words=words
+        )
+        self._business = PhraseIndex(
+            ((p, cat) for cat in self._BUSINESS for p in lexicon[cat]), words=words
+        )
+        self._tone = PhraseIndex(
+            ((p, cat) for cat in self._TONE for p in lexicon[cat]), words=words
+        )
+        self._self_words = {self._fold_one(w) for w in lexicon["self_reference"]}
+        self._negators = {self._fold_one(w) for w in lexicon["negators"]}
+        self._gender_of: dict[str, Gender] = {}
+        for masculine, feminine in lexicon["gendered_self"]:
+            self._gender_of[self._fold_one(masculine)] = "m"
+            self._gender_of[self._fold_one(feminine)] = "f"
+        self._self_start = {self._fold_one(w) for w in lexicon["self_start"]}
+        self._self_start |= {
+            self._fold_one(f)
+            for m, f in lexicon["gendered_self"]
+            if self._fold_one(m) in self._self_start
+        }
+
+    def _fold_one(self, word: str) -> str:
+        """A lexicon word in the form it takes in a Words sequence."""
+        folded = latin_words(word) if is_latin(word) else self._words(word)
+        return folded[-1] if folded else word
+
+    def _self_gender(self, words: Words, used: frozenset[tuple[str, int]]) -> Gender | None:
+        """Gender from "انا + (negator) + adjective", or a want/need participle opening the
+        message ("عايزة اغير الباقة"); None when absent or contradictory."""
+        found: set[Gender] = set()
+        scripts: tuple[Script, ...] = ("arabic", "latin")
+        for script in scripts:
+            seq = words.sequence(script)
+            for i, word in enumerate(seq):
+                if word not in self._self_words:
+                    continue
+                j = i + 1
+                while j < len(seq) and seq[j] in self._negators:
+                    j += 1
+                if j < len(seq) and seq[j] in self._gender_of:
+                    found.add(self._gender_of[seq[j]])
+            content = [w for i, w in enumerate(seq) if (script, i) not in used]
+            if content and content[0] in self._self_start:
+                found.add(self._gender_of[content[0]])
+        return found.pop() if len(found) == 1 else None
+
+    def _formality(self, text: str, tone: set[str]) -> Formality:
+        formal = "formal" in tone
+        casual = (
+            "casual" in tone
+            or _LAUGHTER.search(text) is not None
+            or _EMOJI.search(text) is not None
+            or str(nlp.detect_script(text)) == "arabizi"
+        )
+        if formal and not casual:
+            return "formal"
+        if casual and not formal:
+            return "casual"
+        return "neutral"
+
+    def read(self, text: str) -> Cues:
+        """Cues of one message: "السلام عليكم، ابي اغير رقمي" → openers ("salam",), request."""
+        words = Words.of(text, words=self._words)
+        greetings: list[Match] = self._greeting_index.find_longest(words)
+        entries = [self._greetings.entry(m.label) for m in greetings]
+        closers = [e for e in entries if e.kind != "opener"]
+        # "سلام" opens a chat, but next to شكرا it is a goodbye ("شكرا، سلام").
+        short_goodbye = bool(closers) and any(e.also_farewell for e in entries)
+        openers = [
+            e for e in entries if e.kind == "opener" and not (short_goodbye and e.also_farewell)
+        ]
+        used = frozenset(p for m in greetings for p in m.positions())
+        business = {m.label for m in self._business.find_all(words, skip=used)}
+        tone = {m.label for m in self._tone.find_all(words)}
+        leftover = len(words.arabic) + len(words.latin) > len(used)
+        complaint = "complaint" in business
+        insistence = "insistence" in business
+        return Cues(
+            openers=_unique(e.key for e in openers),
+            wellbeing=any(e.wellbeing for e in openers),
+            thanks=any(e.kind == "thanks" for e in closers),
+            farewell=short_goodbye or any(e.kind == "farewell" for e in closers),
+            request="request" in business or complaint or insistence,
+            question="question" in business or (leftover and bool(_QUESTION_MARK.search(text))),
+            complaint=complaint,
+            frustration="frustration" in tone or _EXASPERATION.search(text) is not None,
+            insistence=insistence,
+            self_gender=self._self_gender(words, used),
+            formality=self._formality(text, tone),
+            closers=_unique(e.key for e in closers),
+        )
+
+
+@lru_cache(maxsize=1)
+def default_reader() -> CueReader:
+    """The reader over ``nlp.words`` and the packaged tables (built once)."""
+    return CueReader(words=nlp.words, greetings=load_greetings(), lexicon=_packaged_lexicon())
+
+
+def read_cues(text: str) -> Cues:
+    """Cues of ``text`` with the packaged tables: "شكرا، مع السلامة" → thanks, farewell."""
+    return default_reader().read(text)
