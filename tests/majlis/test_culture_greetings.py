@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from _culture_helpers import plain_moment, tone
 
 from majlis.culture import compose_closing, compose_opening, load_greetings, read_cues
 from majlis.culture.tone import REGIONS
-
-from _culture_helpers import plain_moment, tone
 
 TABLE = load_greetings()
 MOMENT = plain_moment()
@@ -27,7 +26,7 @@ CASES = _cases()
 
 def _compose(key: str, text: str, region: str, formality: str) -> str:
     cues = read_cues(text)
-    directive = tone(region, formality)  # type: ignore[arg-type]
+    directive = tone(region, formality)
     if TABLE.entry(key).kind == "opener":
         assert key in cues.openers, f"{text!r} not read as opener {key}: {cues}"
         return compose_opening(
@@ -86,7 +85,7 @@ def test_canonical_openings(text: str, region: str, formality: str, expected: st
     opening = compose_opening(
         read_cues(text),
         region=region,
-        tone=tone(region, formality),  # type: ignore[arg-type]
+        tone=tone(region, formality),
         moment=MOMENT,
         first_contact=False,
     )
