@@ -1,7 +1,10 @@
 """The model layer: hosted/self-hosted models, the offline responder, the turn loop."""
 
 from majlis.models.config import ModelConfig, Pricing
+from majlis.models.keys import KeyFunction, fallback_search_keys
+from majlis.models.offline import OfflineResponder
 from majlis.models.openai_compat import OpenAICompatibleModel
+from majlis.models.phrases import PhraseBook
 from majlis.models.types import (
     ChatMessage,
     ChatModel,
@@ -20,10 +23,13 @@ __all__ = [
     "ChatMessage",
     "ChatModel",
     "Citation",
+    "KeyFunction",
     "ModelConfig",
     "ModelOutput",
     "ModelRequest",
+    "OfflineResponder",
     "OpenAICompatibleModel",
+    "PhraseBook",
     "Pricing",
     "Recalled",
     "ResponderContext",
@@ -31,4 +37,5 @@ __all__ = [
     "ToolCallRequest",
     "ToolSpec",
     "UsageReport",
+    "fallback_search_keys",
 ]

@@ -37,14 +37,15 @@ class ModelConfig(BaseModel):
     base_url: str
     model: str
     api_key: SecretStr = SecretStr("not-needed")  # local servers accept any key
-    temperature: float = Field(0.3, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(1024, gt=0)
-    timeout_s: float = Field(30.0, gt=0)  # per attempt; the turn deadline bounds the total
-    max_retries: int = Field(3, ge=0, le=10)
-    backoff_base_s: float = Field(0.5, ge=0)
-    backoff_max_s: float = Field(8.0, ge=0)
-    price_prompt_per_1k: float = Field(0.0, ge=0)
-    price_completion_per_1k: float = Field(0.0, ge=0)
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=1024, gt=0)
+    # Per attempt; the turn deadline bounds the total.
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=8.0, ge=0)
+    price_prompt_per_1k: float = Field(default=0.0, ge=0)
+    price_completion_per_1k: float = Field(default=0.0, ge=0)
 
     def pricing(self) -> Pricing:
         return Pricing(self.price_prompt_per_1k, self.price_completion_per_1k)

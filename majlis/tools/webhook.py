@@ -42,7 +42,7 @@ class WebhookToolConfig(BaseModel):
     auth_header_name: str | None = None
     auth_secret: SecretStr | None = None
     auth_secret_env: str | None = None  # resolved by the caller via `secrets=`
-    timeout_s: float = Field(5.0, gt=0, le=120)
+    timeout_s: float = Field(default=5.0, gt=0, le=120)
     requires_approval: bool = False
     examples: list[str] = Field(default_factory=list)
     parameter_patterns: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,238 @@
+"""The offline responder: useful with no language model configured, and honest.
+
+Deterministic: the same request always streams the same words. Per turn it
+composes, in this order:
+
+1. the Majlis opening (reciprocal greeting) the respond node computed;
+2. the business part —
+   * after a tool round: what the tool returned, or that it failed;
+   * a tool whose example utterances match and whose required parameters the
+     tool's patterns extract → a tool call (the loop runs it and calls back);
+   * a question or request → the recalled sentences that answer it, cited;
+     a partial match → one clarifying question; nothing at all → "I don't
+     know" (it never invents facts);
+   * frustration → an offer of a human; insistence → ``handoff_to_human``;
+3. the Majlis closing (reply to thanks / farewell).
+
+Example, region ``gulf``, KB chunk «الدوام من الأحد إلى الخميس، من 8 صباحًا إلى 4 عصرًا.»:
+«متى الدوام عندكم؟» → «الدوام من الأحد إلى الخميس، من 8 صباحًا إلى 4 عصرًا.» + a citation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from majlis.models.extract import Extract, best_extract
+from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys, stop_keys_for
+from majlis.models.phrases import PhraseBook
+from majlis.models.types import (
+    ChatMessage,
+    Citation,
+    ModelOutput,
+    ModelRequest,
+    ResponderContext,
+    TextChunk,
+    ToolCallRequest,
+    ToolSpec,
+    UsageReport,
+)
+
+__all__ = ["OfflineResponder", "stream_words"]
+
+HANDOFF_TOOL = "handoff_to_human"
+# Arabic-Indic digits U+0660..U+0669 and Extended (Persian) U+06F0..U+06F9 → ASCII,
+# applied only to extracted tool arguments (backends want ASCII ids), never to display text.
+_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "01234567890123456789")
+
+
+def stream_words(text: str) -> list[str]:
+    """«أهلاً وسهلاً بك» → ['أهلاً ', 'وسهلاً ', 'بك']: every chunk keeps its trailing space."""
+    words = text.split(" ")
+    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words) if w or i == 0]
+
+
+class OfflineResponder:
+    """A :class:`~majlis.models.types.ChatModel` that needs no model."""
+
+    name = "offline"
+
+    def __init__(
+        self,
+        *,
+        keys: KeyFunction = fallback_search_keys,
+        phrases: PhraseBook | None = None,
+        answer_threshold: float = 0.5,
+        clarify_threshold: float = 0.25,
+        tool_threshold: float = 0.6,
+    ) -> None:
+        self._keys = keys
+        self._stop = stop_keys_for(keys)
+        self._phrases = phrases or PhraseBook.load()
+        self._answer_threshold = answer_threshold
+        self._clarify_threshold = clarify_threshold
+        self._tool_threshold = tool_threshold
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
+        text, extras = self.compose(request)
+        for word in stream_words(text) if text else []:
+            yield TextChunk(word)
+        for extra in extras:
+            yield extra
+        yield UsageReport(model=self.name, prompt_tokens=0, completion_tokens=0)
+
+    # -- composition -------------------------------------------------------------------
+
+    def compose(self, request: ModelRequest) -> tuple[str, list[Citation | ToolCallRequest]]:
+        """The whole reply text plus the citations / tool calls that go with it."""
+        ctx = request.context
+        say = self._say(ctx.region)
+        tool_turn = _trailing_tool_messages(request.messages)
+        if tool_turn:  # second round: only report what the tools did
+            return " ".join(self._describe_tool_results(tool_turn, ctx.region)), []
+        parts: list[str] = [ctx.opening] if ctx.opening else []
+        extras: list[Citation | ToolCallRequest] = []
+        tools = {t.name: t for t in request.tools}
+        if ctx.insists and HANDOFF_TOOL in tools:
+            parts.append(say("handoff_started"))
+            extras.append(_call(request, HANDOFF_TOOL, {"reason": _handoff_reason(ctx)}))
+            return _join(parts), extras
+        call, missing = self._match_tool(ctx.user_text, request.tools)
+        if call is not None:
+            extras.append(_call(request, call[0], call[1]))
+            return _join(parts), extras
+        if missing is not None:
+            parts.append(say("need_param", what=missing))
+        elif ctx.is_request:
+            parts.append(self._answer(ctx, extras))
+        if ctx.frustrated or ctx.insists:
+            parts.append(say("handoff_offer"))
+        if ctx.closing:
+            parts.append(ctx.closing)
+        if not parts:
+            parts.append(say("how_can_i_help"))
+        return _join(parts), extras
+
+    def _say(self, region: str) -> Any:
+        def say(phrase_id: str, **slots: str) -> str:
+            return self._phrases.say(phrase_id, region, **slots)
+
+        return say
+
+    def _answer(self, ctx: ResponderContext, extras: list[Citation | ToolCallRequest]) -> str:
+        say = self._say(ctx.region)
+        q_keys = content_keys(ctx.user_text, self._keys, self._stop)
+        found: Extract | None = best_extract(
+            ctx.user_text, ctx.recalled, keys=self._keys, stop=self._stop
+        )
+        if found is not None and found.coverage >= self._answer_threshold:
+            extras.append(Citation(found.source, snippet=found.text))
+            return found.text
+        if len(set(q_keys)) < 2:
+            return say("clarify_vague")  # "عندي سؤال" names nothing to look up
+        if found is not None and found.coverage >= self._clarify_threshold and found.source.title:
+            return say("clarify_topic", topic=found.source.title)
+        return say("dont_know")
+
+    def _match_tool(
+        self, text: str, tools: Sequence[ToolSpec]
+    ) -> tuple[tuple[str, dict[str, Any]] | None, str | None]:
+        """(tool name, extracted arguments) for the best matching tool, else the
+        description of a missing required parameter of a matching tool."""
+        q_keys = set(content_keys(text, self._keys, self._stop))
+        best: tuple[float, int, ToolSpec] | None = None
+        for index, spec in enumerate(tools):
+            for example in spec.examples:
+                e_keys = set(content_keys(example, self._keys, self._stop))
+                if not e_keys or not q_keys:
+                    continue
+                score = len(e_keys & q_keys) / len(e_keys | q_keys)
+                if score >= self._tool_threshold and (best is None or score > best[0]):
+                    best = (score, -index, spec)
+        if best is None:
+            return None, None
+        spec = best[2]
+        arguments = _extract_arguments(text, spec)
+        required = [str(r) for r in spec.parameters.get("required", ())]
+        missing = [r for r in required if r not in arguments]
+        if missing:
+            props = spec.parameters.get("properties", {})
+            return None, str(props.get(missing[0], {}).get("description") or missing[0])
+        return (spec.name, arguments), None
+
+    def _describe_tool_results(self, results: Sequence[ChatMessage], region: str) -> list[str]:
+        say = self._say(region)
+        lines: list[str] = []
+        for message in results:
+            try:
+                payload = json.loads(message.content)
+            except ValueError:
+                payload = {"ok": False}
+            if not isinstance(payload, dict):
+                payload = {"ok": True, "content": payload}
+            if payload.get("status") == "awaiting_approval":
+                lines.append(say("awaiting_approval"))
+            elif not payload.get("ok"):
+                lines.append(say("tool_failed"))
+            elif message.name == HANDOFF_TOOL:
+                lines.append(say("handoff_done"))
+            else:
+                lines.append(f"{say('tool_result')} {_render(payload.get('content'))}")
+        return lines
+
+
+def _join(parts: Sequence[str]) -> str:
+    return " ".join(p.strip() for p in parts if p and p.strip())
+
+
+def _trailing_tool_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    tail: list[ChatMessage] = []
+    for message in reversed(messages):
+        if message.role != "tool":
+            break
+        tail.append(message)
+    return list(reversed(tail))
+
+
+def _call(request: ModelRequest, name: str, arguments: Mapping[str, Any]) -> ToolCallRequest:
+    # Unique within the turn: one per earlier assistant tool round.
+    rounds = sum(1 for m in request.messages if m.role == "assistant" and m.tool_calls)
+    return ToolCallRequest(id=f"offline-{rounds + 1}-{name}", name=name, arguments=dict(arguments))
+
+
+def _handoff_reason(ctx: ResponderContext) -> str:
+    return "المستخدم يصرّ على طلبه" if ctx.insists else "المستخدم منزعج"
+
+
+def _extract_arguments(text: str, spec: ToolSpec) -> dict[str, Any]:
+    props: Mapping[str, Any] = spec.parameters.get("properties", {})
+    arguments: dict[str, Any] = {}
+    for name, pattern in spec.parameter_patterns.items():
+        match = re.search(pattern, text)
+        if match is None:
+            continue
+        raw = (match.group(1) if match.groups() else match.group(0)).strip()
+        value: Any = raw.translate(_DIGITS)
+        kind = props.get(name, {}).get("type")
+        if kind in ("integer", "number"):
+            try:
+                value = int(value) if kind == "integer" else float(value)
+            except ValueError:
+                continue
+        arguments[name] = value
+    return arguments
+
+
+def _render(content: Any) -> str:
+    """Tool content as short Arabic-friendly text: «الحالة: في الطريق، الموعد: غدًا»."""
+    if content is None:
+        return "تم."
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        return "، ".join(f"{k}: {_render(v)}" for k, v in content.items())
+    if isinstance(content, list):
+        return "؛ ".join(_render(v) for v in content[:5])
+    return str(content)
