@@ -6,6 +6,13 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
+from nlp.dialect import (
+    REGIONS,
+    DialectIdentifier,
+    DialectResult,
+    load_dialect_identifier,
+    pool_dialects,
+)
 from nlp.keys import search_keys, words
 from nlp.normalize import clean, fold
 from nlp.script import Script, detect_script
@@ -13,6 +20,9 @@ from nlp.segment import segment
 from nlp.tokenize import Token, TokenKind, tokenize
 
 __all__ = [
+    "REGIONS",
+    "DialectIdentifier",
+    "DialectResult",
     "Script",
     "Token",
     "TokenKind",
@@ -20,6 +30,8 @@ __all__ = [
     "clean",
     "detect_script",
     "fold",
+    "load_dialect_identifier",
+    "pool_dialects",
     "search_keys",
     "segment",
     "tokenize",

@@ -1,0 +1,158 @@
+"""Train the shipped dialect model: ``nice -n 10 .venv/bin/python bench/train_dialect.py``.
+
+Data: ../shared/data/dialect_id_combined.tsv (the union of the per-source
+files), deduplicated by the model's own normalised view of the text so that a
+tweet and its retweet can never sit on both sides of the split.  The held-out
+split is fixed: md5(normalised text) mod 100 < 12 → test; it is never trained on.
+
+Model: multinomial logistic regression on L2-normalised hashed counts
+(char 2–5-grams of boundary-padded words, word unigrams and bigrams, marker
+lexicon), class-balanced, trained full batch with Adam in numpy.  Training
+rows are augmented with random 2–4-word windows so that two-word messages
+look like something the model has seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import hashlib
+import io
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+# Run as a script, this folder is sys.path[0] and bench/nlp.py would shadow the
+# nlp package: take it off the path before importing the package.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from nlp.dialect import REGIONS, dialect_features, dialect_words  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "dialect_id_combined.tsv"
+OUT = ROOT / "nlp" / "data" / "dialect.npz.gz"
+BUCKETS = 1 << 18
+HELDOUT_PERCENT = 12
+
+
+def normalised_key(text: str) -> str:
+    return " ".join(dialect_words(text))
+
+
+def is_heldout(key: str) -> bool:
+    return int(hashlib.md5(key.encode("utf-8")).hexdigest(), 16) % 100 < HELDOUT_PERCENT
+
+
+def load_rows(path: Path) -> list[tuple[str, str, str]]:
+    """(key, text, region) rows, deduplicated by key; conflicting labels dropped."""
+    seen: dict[str, tuple[str, str]] = {}
+    conflict: set[str] = set()
+    with path.open(encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            key = normalised_key(row["text"])
+            if not key:
+                continue
+            if key in seen and seen[key][1] != row["region"]:
+                conflict.add(key)
+            seen.setdefault(key, (row["text"], row["region"]))
+    return [(k, t, r) for k, (t, r) in seen.items() if k not in conflict]
+
+
+def split(rows: list[tuple[str, str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    train = [(t, r) for k, t, r in rows if not is_heldout(k)]
+    test = [(t, r) for k, t, r in rows if is_heldout(k)]
+    return train, test
+
+
+def augment(train: list[tuple[str, str]], seed: int = 13) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    out = list(train)
+    for text, region in train:
+        ws = dialect_words(text)
+        for _ in range(2):
+            if len(ws) >= 4:
+                n = rng.randint(2, 4)
+                i = rng.randint(0, len(ws) - n)
+                out.append((" ".join(ws[i : i + n]), region))
+    return out
+
+
+def featurise(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR (indptr, indices, values): counts / sqrt(feature count) per row."""
+    indptr = [0]
+    indices: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    for t in texts:
+        ids = np.asarray(dialect_features(t, BUCKETS), dtype=np.int64)
+        u, c = np.unique(ids, return_counts=True)
+        v = c / np.sqrt(max(len(ids), 1))  # same scaling as LinearDialectModel.logits
+        indices.append(u)
+        values.append(v)
+        indptr.append(indptr[-1] + len(u))
+    return np.asarray(indptr), np.concatenate(indices), np.concatenate(values)
+
+
+def train_lr(texts: list[str], labels: list[str], epochs: int, l2: float, lr: float) -> tuple[
+    np.ndarray, np.ndarray
+]:
+    indptr, idx, val = featurise(texts)
+    n, k = len(texts), len(REGIONS)
+    y = np.array([REGIONS.index(r) for r in labels])
+    counts = np.bincount(y, minlength=k).astype(np.float64)
+    sample_w = (n / (k * np.maximum(counts, 1)))[y]
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    w = np.zeros((BUCKETS, k))
+    b = np.zeros(k)
+    mw, vw, mb, vb = np.zeros_like(w), np.zeros_like(w), np.zeros(k), np.zeros(k)
+    onehot = np.eye(k)[y]
+    for t in range(1, epochs + 1):
+        contrib = w[idx] * val[:, None]
+        z = np.add.reduceat(contrib, indptr[:-1], axis=0) + b
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        g = (p - onehot) * sample_w[:, None] / n
+        gw = np.stack(
+            [np.bincount(idx, weights=val * g[rows, j], minlength=BUCKETS) for j in range(k)], 1
+        ) + l2 * w
+        gb = g.sum(0)
+        for param, grad, m, v in ((w, gw, mw, vw), (b, gb, mb, vb)):
+            m *= 0.9
+            m += 0.1 * grad
+            v *= 0.999
+            v += 0.001 * grad * grad
+            param -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+        if t % 25 == 0:
+            loss = -np.log(p[np.arange(n), y] + 1e-12) @ sample_w / n
+            print(f"epoch {t} loss {loss:.4f}", file=sys.stderr)
+    return w, b
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--epochs", type=int, default=150)
+    ap.add_argument("--l2", type=float, default=1e-6)
+    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    t0 = time.time()
+    train, test = split(load_rows(args.data))
+    aug = augment(train)
+    w, b = train_lr([t for t, _ in aug], [r for _, r in aug], args.epochs, args.l2, args.lr)
+    buf = io.BytesIO()
+    np.savez(buf, weights=w.astype(np.float16), bias=b.astype(np.float32))
+    args.out.write_bytes(gzip.compress(buf.getvalue(), 9))
+    print(json.dumps({"train_rows": len(train), "heldout_rows": len(test),
+                      "augmented_rows": len(aug), "bytes": args.out.stat().st_size,
+                      "seconds": round(time.time() - t0, 1)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""Dialect region identification: hashed n-gram features, linear model, numpy only.
+
+The artefact ``nlp/data/dialect.npz.gz`` is produced by
+``bench/train_dialect.py`` from ../shared/data; inference never downloads
+anything.  Features deliberately ignore what only tweets have (URLs,
+mentions, hashtags, QADI placeholders, emoji, Latin, digits, letter
+elongation) so that the model transfers to customer-support messages.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import math
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from diwaniya.errors import ConfigurationError, InvalidRequest
+from nlp.arabizi import _word_to_arabic, looks_arabizi
+from nlp.normalize import clean, fold
+from nlp.tokenize import TokenKind, tokenize
+
+__all__ = [
+    "REGIONS",
+    "DialectIdentifier",
+    "DialectResult",
+    "LinearDialectModel",
+    "dialect_features",
+    "load_dialect_identifier",
+    "pool_dialects",
+]
+
+REGIONS: tuple[str, ...] = ("msa", "gulf", "egyptian", "levantine", "maghrebi", "iraqi")
+
+# Strong markers, folded.  They become extra features ("L:<region>") whose
+# weight is learned, so a wrong guess here costs little, but they carry the
+# model on two-word messages whose n-grams it has never seen.
+MARKERS: Mapping[str, tuple[str, ...]] = {
+    "iraqi": ("شلون", "شكو", "ماكو", "اكو", "هسه", "شنو", "كلش", "اريد", "ديروح", "شگد",
+              "چان", "اغاتي", "عيني", "مال", "هواية", "گاع"),
+    "gulf": ("ايش", "وش", "شلونك", "زين", "وايد", "ابغي", "ابي", "ابغا", "حق", "الحين",
+             "ترا", "عاد", "يبي", "شفيك", "هالحين", "مب", "يالله", "خلاص", "جذي", "كذا"),
+    "egyptian": ("ازاي", "عايز", "عاوز", "كده", "مش", "ازيك", "اوي", "دلوقتي", "بتاع",
+                 "ليه", "فين", "امتي", "خالص", "حاجه", "يعني", "اللي", "بقي", "احنا", "دول"),
+    "levantine": ("شو", "هلق", "كتير", "بدي", "هيك", "منيح", "ليش", "شي", "هاد", "هاي",
+                  "هلا", "كمان", "بدك", "وين", "لسا", "عنجد", "يلي", "مبارح"),
+    "maghrebi": ("واش", "بزاف", "دابا", "كيفاش", "علاش", "بصح", "ديال", "برشا", "توا",
+                 "شنوا", "ماشي", "كيداير", "غادي", "بغيت", "نتا", "راني", "راه", "هاذي", "برك"),
+    "msa": ("الذي", "التي", "الذين", "سوف", "لقد", "ليس", "انه", "هذه", "ذلك", "تلك",
+            "ايضا", "حيث", "قد", "لكن", "ماذا", "لماذا", "لن", "كيف"),
+}
+_MARKER_OF: dict[str, str] = {w: r for r, ws in MARKERS.items() for w in ws}
+
+# Tweet residue that must not become a feature: QADI placeholders (USER, URL,
+# NUM, EMOJI) are Latin and dropped with all Latin tokens below; letter
+# elongation (U+0621–U+064A repeated ≥ 3 times) is squeezed to one letter.
+_REPEAT_RE = re.compile(r"([\u0621-\u064a])\1{2,}")
+_NGRAM_MIN, _NGRAM_MAX = 2, 5
+
+
+def _stable_hash(feature: str, buckets: int) -> int:
+    # crc32 is stable across processes (str.__hash__ is salted per process).
+    return zlib.crc32(feature.encode("utf-8")) & (buckets - 1)
+
+
+@lru_cache(maxsize=100_000)
+def _word_features(word: str, buckets: int) -> tuple[int, ...]:
+    padded = f"<{word}>"
+    feats = [f"w:{word}"]
+    n_chars = len(padded)
+    for n in range(_NGRAM_MIN, _NGRAM_MAX + 1):
+        feats.extend(padded[i : i + n] for i in range(n_chars - n + 1))
+    marker = _MARKER_OF.get(word)
+    if marker is not None:
+        feats.append(f"L:{marker}")
+    return tuple(_stable_hash(f, buckets) for f in feats)
+
+
+def dialect_words(text: str) -> list[str]:
+    """The folded Arabic words the dialect model looks at (Arabizi transliterated).
+
+    >>> dialect_words("@USER ههههههه شلونك حبيبي URL 😂")
+    ['ه', 'شلونك', 'حبيبي']
+    """
+    toks = tokenize(fold(clean(text)))
+    latin = [t.text for t in toks if t.kind is TokenKind.LATIN]
+    arabizi = bool(latin) and not any(t.kind is TokenKind.WORD for t in toks) and looks_arabizi(
+        latin
+    )
+    out: list[str] = []
+    for t in toks:
+        if t.kind is TokenKind.WORD:
+            out.append(_REPEAT_RE.sub(r"\1", t.text))
+        elif arabizi and t.kind is TokenKind.LATIN:
+            out.append(_word_to_arabic(t.text))
+    return out
+
+
+def dialect_features(text: str, buckets: int) -> list[int]:
+    """Hashed feature ids (with repeats = counts) for ``text``."""
+    ws = dialect_words(text)
+    ids: list[int] = []
+    for w in ws:
+        ids.extend(_word_features(w, buckets))
+    ids.extend(_stable_hash(f"b:{a} {b}", buckets) for a, b in itertools.pairwise(ws))
+    return ids
+
+
+@dataclass(frozen=True)
+class DialectResult:
+    region: str
+    confidence: float
+    scores: Mapping[str, float]  # probabilities over REGIONS, summing to 1
+
+
+class DialectIdentifier(Protocol):
+    def identify(self, text: str) -> DialectResult: ...
+
+
+def _result(probs: npt.NDArray[np.float64]) -> DialectResult:
+    best = int(np.argmax(probs))
+    return DialectResult(
+        region=REGIONS[best],
+        confidence=float(probs[best]),
+        scores={r: float(p) for r, p in zip(REGIONS, probs, strict=True)},
+    )
+
+
+def _softmax(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    e = np.exp(z - z.max())
+    out: npt.NDArray[np.float64] = e / e.sum()
+    return out
+
+
+class LinearDialectModel:
+    """Multinomial logistic regression over length-normalised hashed counts.
+
+    >>> model = load_dialect_identifier()
+    >>> model.identify("عايز اشحن الرصيد").region
+    'egyptian'
+    """
+
+    def __init__(self, weights: npt.NDArray[np.floating], bias: npt.NDArray[np.floating]) -> None:
+        if weights.ndim != 2 or weights.shape[1] != len(REGIONS) or bias.shape != (len(REGIONS),):
+            raise ConfigurationError(f"dialect weights have shape {weights.shape}, expected (B, 6)")
+        buckets = weights.shape[0]
+        if buckets & (buckets - 1):
+            raise ConfigurationError("dialect bucket count must be a power of two")
+        self._w = weights.astype(np.float32)
+        self._b = bias.astype(np.float64)
+        self.buckets = buckets
+
+    def logits(self, text: str) -> npt.NDArray[np.float64]:
+        ids = dialect_features(text, self.buckets)
+        if not ids:
+            return self._b.copy()
+        # Counts scaled by 1/sqrt(number of features): length-independent
+        # like an L2 norm, without a per-message np.unique.
+        z: npt.NDArray[np.float64] = self._w[ids].sum(axis=0) / math.sqrt(len(ids)) + self._b
+        return z
+
+    def identify(self, text: str) -> DialectResult:
+        return _result(_softmax(self.logits(text)))
+
+
+_ARTEFACT = "dialect.npz.gz"
+
+
+@lru_cache(maxsize=1)
+def load_dialect_identifier() -> DialectIdentifier:
+    """The shipped model (package data, loaded once and cached)."""
+    try:
+        blob = resources.files("nlp.data").joinpath(_ARTEFACT).read_bytes()
+    except (FileNotFoundError, ModuleNotFoundError) as exc:
+        raise ConfigurationError(f"dialect model {_ARTEFACT} missing from nlp/data") from exc
+    with np.load(io.BytesIO(gzip.decompress(blob))) as arrays:
+        return LinearDialectModel(arrays["weights"], arrays["bias"])
+
+
+def pool_dialects(
+    results: Sequence[DialectResult], weights: Sequence[float] | None = None
+) -> DialectResult:
+    """Pool a thread's messages: weighted sum of log-probabilities, renormalised.
+
+    Summing log-probabilities treats messages as independent evidence, so one
+    confident Egyptian message outweighs three unsure ones, and the thread's
+    dialect stabilises as messages accumulate.
+
+    >>> a = DialectResult("gulf", 0.6, dict(zip(REGIONS, (.1, .6, .1, .1, .05, .05))))
+    >>> pool_dialects([a, a]).region
+    'gulf'
+    """
+    if not results:
+        uniform = 1.0 / len(REGIONS)
+        return DialectResult(REGIONS[0], uniform, dict.fromkeys(REGIONS, uniform))
+    ws = [1.0] * len(results) if weights is None else list(weights)
+    if len(ws) != len(results):
+        raise InvalidRequest("pool_dialects: one weight per result is required")
+    total = np.zeros(len(REGIONS))
+    for res, w in zip(results, ws, strict=True):
+        probs = np.array([max(res.scores.get(r, 0.0), 1e-9) for r in REGIONS])
+        total += w * np.log(probs / probs.sum())
+    return _result(_softmax(total))

@@ -1,0 +1,79 @@
+"""Dialect identification: shipped artefact, result shape, pooling."""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+import pytest
+
+from nlp import REGIONS, DialectResult, load_dialect_identifier, pool_dialects
+
+
+def test_artefact_is_shipped_and_small() -> None:
+    blob = resources.files("nlp.data").joinpath("dialect.npz.gz").read_bytes()
+    assert 0 < len(blob) <= 5 * 1024 * 1024
+
+
+def test_loader_is_cached() -> None:
+    assert load_dialect_identifier() is load_dialect_identifier()
+
+
+@pytest.mark.parametrize(
+    ("text", "region"),
+    [
+        # Customer-support style, two to four words, strong markers.
+        ("عايز اشحن الرصيد", "egyptian"),
+        ("النت مش شغال خالص", "egyptian"),
+        ("شو القصة هلق", "levantine"),
+        ("وش السالفة", "gulf"),
+        ("ابي اغير الباقة", "gulf"),
+        ("واش كاين شي حل", "maghrebi"),
+        ("بغيت نبدل الكود دابا", "maghrebi"),
+        ("شلونك عيني شكو ماكو", "iraqi"),
+    ],
+)
+def test_identifies_short_dialect_messages(text: str, region: str) -> None:
+    assert load_dialect_identifier().identify(text).region == region
+
+
+@pytest.mark.parametrize("text", ["", "😂😂", "URL @USER", "ok", "ـــ", "ب" * 5000])
+def test_scores_are_a_distribution(text: str) -> None:
+    res = load_dialect_identifier().identify(text)
+    assert set(res.scores) == set(REGIONS)
+    assert math.isclose(sum(res.scores.values()), 1.0, abs_tol=1e-6)
+    assert res.confidence == max(res.scores.values())
+    assert res.scores[res.region] == res.confidence
+
+
+def _res(**probs: float) -> DialectResult:
+    scores = {r: probs.get(r, 0.01) for r in REGIONS}
+    total = sum(scores.values())
+    scores = {r: p / total for r, p in scores.items()}
+    best = max(scores, key=scores.__getitem__)
+    return DialectResult(best, scores[best], scores)
+
+
+def test_pool_accumulates_evidence() -> None:
+    unsure = _res(gulf=0.4, iraqi=0.35)
+    pooled = pool_dialects([unsure, unsure, unsure])
+    assert pooled.region == "gulf"
+    assert pooled.confidence > unsure.confidence  # the thread's dialect stabilises
+    assert math.isclose(sum(pooled.scores.values()), 1.0, abs_tol=1e-9)
+
+
+def test_pool_weights_and_confident_message_wins() -> None:
+    a, b = _res(egyptian=0.9), _res(levantine=0.5, egyptian=0.2)
+    assert pool_dialects([a, b, b]).region == "egyptian"
+    assert pool_dialects([a, b], weights=[0.0, 1.0]).region == "levantine"
+
+
+def test_pool_of_nothing_is_uniform() -> None:
+    pooled = pool_dialects([])
+    assert all(math.isclose(p, 1 / len(REGIONS)) for p in pooled.scores.values())
+
+
+def test_pool_with_real_messages() -> None:
+    model = load_dialect_identifier()
+    thread = ["السلام عليكم", "عايز اعرف الفاتورة", "ليه كده الخدمة وحشة"]
+    assert pool_dialects([model.identify(t) for t in thread]).region == "egyptian"
