@@ -121,6 +121,9 @@ class CueReader:
         self._tone = PhraseIndex(
             ((p, cat) for cat in self._TONE for p in lexicon[cat]), words=words
         )
+        self._edge_only = {
+            tuple(latin_words(p) if is_latin(p) else words(p)) for p in greetings.edge_only
+        }
         self._self_words = {self._fold_one(w) for w in lexicon["self_reference"]}
         self._negators = {self._fold_one(w) for w in lexicon["negators"]}
         self._gender_of: dict[str, Gender] = {}
@@ -159,6 +162,22 @@ class CueReader:
                 found.add(self._gender_of[content[0]])
         return found.pop() if len(found) == 1 else None
 
+    def _at_edges(self, words: Words, found: list[Match]) -> list[Match]:
+        """Drop edge-only matches ("باي", "هلا" …) that sit inside a sentence: they count
+        only when nothing but other greetings stands before or after them."""
+        kept = []
+        for match in found:
+            seq = words.sequence(match.script)
+            if tuple(seq[match.start : match.end]) not in self._edge_only:
+                kept.append(match)
+                continue
+            others = {p for m in found if m is not match for p in m.positions()}
+            before = all((match.script, i) in others for i in range(match.start))
+            after = all((match.script, i) in others for i in range(match.end, len(seq)))
+            if before or after:
+                kept.append(match)
+        return kept
+
     def _formality(self, text: str, tone: set[str]) -> Formality:
         formal = "formal" in tone
         casual = (
@@ -176,7 +195,7 @@ class CueReader:
     def read(self, text: str) -> Cues:
         """Cues of one message: "السلام عليكم، ابي اغير رقمي" → openers ("salam",), request."""
         words = Words.of(text, words=self._words)
-        greetings: list[Match] = self._greeting_index.find_longest(words)
+        greetings = self._at_edges(words, self._greeting_index.find_longest(words))
         entries = [self._greetings.entry(m.label) for m in greetings]
         closers = [e for e in entries if e.kind != "opener"]
         # "سلام" opens a chat, but next to شكرا it is a goodbye ("شكرا، سلام").

@@ -100,9 +100,14 @@ def _entry(key: str, raw: Mapping[str, Any], kind: EntryKind) -> GreetingEntry:
 
 @dataclass(frozen=True)
 class GreetingTable:
-    """All entries by key; openers and closers share one key space."""
+    """All entries by key; openers and closers share one key space.
+
+    ``edge_only`` phrases are ambiguous inside a sentence (بأي folds to باي, هلأ to
+    هلا), so they count only at the start or end of a message.
+    """
 
     entries: Mapping[str, GreetingEntry]
+    edge_only: frozenset[str] = frozenset()
 
     @classmethod
     def from_json(cls, text: str) -> GreetingTable:
@@ -117,7 +122,13 @@ class GreetingTable:
             if key in entries:
                 raise ConfigurationError(f"greetings table: duplicate key {key}")
             entries[key] = _entry(key, raw, kind)
-        return cls(entries=entries)
+        edge_only = frozenset(data.get("edge_only", ()))
+        known = {p for e in entries.values() for p in e.all_phrases()}
+        if not edge_only <= known:
+            raise ConfigurationError(
+                f"greetings table: edge_only phrases not in any entry: {sorted(edge_only - known)}"
+            )
+        return cls(entries=entries, edge_only=edge_only)
 
     def entry(self, key: str) -> GreetingEntry:
         return self.entries[key]

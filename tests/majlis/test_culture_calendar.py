@@ -132,7 +132,8 @@ def test_country_offset_shifts_every_window_by_exactly_that_many_days(offset: in
 def test_offset_moves_window_starts() -> None:
     def starts(cal: SeasonCalendar, key: str) -> list[date]:
         days = [d for d in DAYS_2020_2040 if key in keys_on(d, cal=cal, country="MA")]
-        return [d for d in days if d - timedelta(days=1) not in set(days)]
+        inside = set(days)
+        return [d for d in days if d - timedelta(days=1) not in inside]
 
     later = SeasonCalendar(country_offsets={"MA": 1})
     for key in sorted(HIJRI_KEYS):

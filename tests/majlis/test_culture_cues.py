@@ -20,6 +20,8 @@ def test_greeting_with_request_keeps_both() -> None:
     "ابي ارجع جهاز البايكو",                # "باي" inside another word
     "سلامتك من كل شر، وين طلبي؟",          # سلام inside سلامتك
     "Mobile app fih moshkela",
+    "ابي اعرف بأي وقت تفتحون",              # بأي ('with which') folds to باي
+    "تقدر تحولي الفلوس بأي طريقة؟",
 ])
 def test_substrings_never_make_a_farewell(text: str) -> None:
     cues = read_cues(text)
@@ -129,3 +131,13 @@ def test_self_gender_only_from_own_words(text: str, gender: str | None) -> None:
 def test_formality(text: str, formality: str) -> None:
     assert read_cues(text).formality == formality
 
+
+
+@pytest.mark.parametrize(("text", "opener"), [
+    ("بس هلا الفاتورة صارت اعلى", None),        # Levantine هلأ 'now', mid-sentence
+    ("فيه السلام و الأمان", None),             # السلام 'peace', mid-sentence
+    ("هلا، وين طلبي؟", "hala"),
+    ("سلام، عندي سؤال", "salam_short"),
+])
+def test_ambiguous_greeting_words_count_only_at_the_edges(text: str, opener: str | None) -> None:
+    assert read_cues(text).openers == ((opener,) if opener else ())
