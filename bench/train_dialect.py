@@ -5,11 +5,13 @@ files), deduplicated by the model's own normalised view of the text so that a
 tweet and its retweet can never sit on both sides of the split.  The held-out
 split is fixed: md5(normalised text) mod 100 < 12 → test; it is never trained on.
 
-Model: multinomial logistic regression on L2-normalised hashed counts
-(char 2–5-grams of boundary-padded words, word unigrams and bigrams, marker
+Model (shipped, ``--model lr``): multinomial logistic regression on hashed
+counts (char 2–5-grams of boundary-padded words, word unigrams and bigrams, marker
 lexicon), class-balanced, trained full batch with Adam in numpy.  Training
 rows are augmented with random 2–4-word windows so that two-word messages
-look like something the model has seen.
+look like something the model has seen.  ``--model nb`` (naive Bayes) scored
+macro-F1 0.666 vs 0.649 on the held-out split, but alpha was picked on that
+split and it missed short Iraqi support-style messages, so LR ships.
 """
 
 from __future__ import annotations
@@ -134,6 +136,17 @@ def train_lr(texts: list[str], labels: list[str], epochs: int, l2: float, lr: fl
     return w, b
 
 
+def train_nb(texts: list[str], labels: list[str], alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial naive Bayes as a linear model: log θ per class, uniform prior."""
+    counts = np.zeros((BUCKETS, len(REGIONS)))
+    for text, region in zip(texts, labels, strict=True):
+        ids = dialect_features(text, BUCKETS)
+        np.add.at(counts[:, REGIONS.index(region)], ids, 1.0)
+    theta = (counts + alpha) / (counts.sum(0, keepdims=True) + alpha * BUCKETS)
+    w = np.log(theta)
+    return w - w.mean(axis=1, keepdims=True), np.zeros(len(REGIONS))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=DATA)
@@ -141,11 +154,17 @@ def main() -> None:
     ap.add_argument("--l2", type=float, default=1e-6)
     ap.add_argument("--lr", type=float, default=0.02)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--model", choices=("lr", "nb"), default="lr")
+    ap.add_argument("--alpha", type=float, default=0.4)
     args = ap.parse_args()
     t0 = time.time()
     train, test = split(load_rows(args.data))
     aug = augment(train)
-    w, b = train_lr([t for t, _ in aug], [r for _, r in aug], args.epochs, args.l2, args.lr)
+    texts, labels = [t for t, _ in aug], [r for _, r in aug]
+    if args.model == "nb":
+        w, b = train_nb(texts, labels, args.alpha)
+    else:
+        w, b = train_lr(texts, labels, args.epochs, args.l2, args.lr)
     buf = io.BytesIO()
     np.savez(buf, weights=w.astype(np.float16), bias=b.astype(np.float32))
     args.out.write_bytes(gzip.compress(buf.getvalue(), 9))
