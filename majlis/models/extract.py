@@ -90,14 +90,16 @@ def best_extract(
     def covered(found: frozenset[str] | set[str]) -> float:
         return sum(weight[k] for k in q_keys & found) / total if total else 0.0
 
-    best: tuple[float, int, int] | None = None
+    # Between equally covering sentences, prefer the chunk whose *title* names
+    # the question's topic: «رسوم التوصيل» belongs to «التوصيل», not «الإرجاع».
+    title_cover = [covered(frozenset(keys(item.title))) for item in recalled]
+    best: tuple[float, float, int, int] | None = None
     for rank, pos, _sentence, s_keys in pool:
-        score = covered(s_keys)
-        candidate = (score, -rank, -pos)
+        candidate = (covered(s_keys), title_cover[rank], -rank, -pos)
         if best is None or candidate > best:
             best = candidate
     assert best is not None
-    score, neg_rank, neg_pos = best
+    score, _title, neg_rank, neg_pos = best
     rank, pos = -neg_rank, -neg_pos
     if score <= 0:
         return None

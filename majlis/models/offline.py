@@ -43,6 +43,8 @@ from majlis.models.types import (
 __all__ = ["OfflineResponder", "stream_words"]
 
 HANDOFF_TOOL = "handoff_to_human"
+# Share of the user's own content keys that a tool example must account for.
+_MIN_QUERY_SHARE = 0.34
 # Arabic-Indic digits U+0660..U+0669 and Extended (Persian) U+06F0..U+06F9 → ASCII,
 # applied only to extracted tool arguments (backends want ASCII ids), never to display text.
 _DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "01234567890123456789")
@@ -66,7 +68,7 @@ class OfflineResponder:
         phrases: PhraseBook | None = None,
         answer_threshold: float = 0.5,
         clarify_threshold: float = 0.25,
-        tool_threshold: float = 0.6,
+        tool_threshold: float = 0.5,
     ) -> None:
         self._keys = keys
         self._stop = stop_keys_for(keys)
@@ -141,15 +143,20 @@ class OfflineResponder:
     ) -> tuple[tuple[str, dict[str, Any]] | None, str | None]:
         """(tool name, extracted arguments) for the best matching tool, else the
         description of a missing required parameter of a matching tool."""
-        q_keys = set(content_keys(text, self._keys, self._stop))
+        q_keys = _words_only(content_keys(text, self._keys, self._stop))
         best: tuple[float, int, ToolSpec] | None = None
         for index, spec in enumerate(tools):
             for example in spec.examples:
-                e_keys = set(content_keys(example, self._keys, self._stop))
+                e_keys = _words_only(content_keys(example, self._keys, self._stop))
                 if not e_keys or not q_keys:
                     continue
-                score = len(e_keys & q_keys) / len(e_keys | q_keys)
-                if score >= self._tool_threshold and (best is None or score > best[0]):
+                # Most of the example must be said, and it must be most of what was said:
+                # «وين طلبي» matches «وين طلبي رقم 4411» but not a paragraph mentioning طلب.
+                shared = len(e_keys & q_keys)
+                score = shared / len(e_keys)
+                if shared / len(q_keys) < _MIN_QUERY_SHARE or score < self._tool_threshold:
+                    continue
+                if best is None or score > best[0]:
                     best = (score, -index, spec)
         if best is None:
             return None, None
@@ -181,6 +188,11 @@ class OfflineResponder:
             else:
                 lines.append(f"{say('tool_result')} {_render(payload.get('content'))}")
         return lines
+
+
+def _words_only(keys: Sequence[str]) -> set[str]:
+    """Keys without numbers: an order number is a parameter, not what the user asked."""
+    return {k for k in keys if not k.translate(_DIGITS).isdigit()}
 
 
 def _join(parts: Sequence[str]) -> str:
