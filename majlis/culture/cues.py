@@ -163,8 +163,10 @@ class CueReader:
         return found.pop() if len(found) == 1 else None
 
     def _at_edges(self, words: Words, found: list[Match]) -> list[Match]:
-        """Drop edge-only matches ("باي", "هلا" …) that sit inside a sentence: they count
-        only when nothing but other greetings stands before or after them."""
+        """Drop edge-only matches ("باي", "هلا" …) that sit inside a sentence. They count
+        only where nothing but other greetings stands before them (an opener: "هلا، وين
+        طلبي") or after them (a farewell: "شكرا، باي"); thanks and the opener-or-goodbye
+        "سلام" may sit at either edge."""
         kept = []
         for match in found:
             seq = words.sequence(match.script)
@@ -174,7 +176,10 @@ class CueReader:
             others = {p for m in found if m is not match for p in m.positions()}
             before = all((match.script, i) in others for i in range(match.start))
             after = all((match.script, i) in others for i in range(match.end, len(seq)))
-            if before or after:
+            entry = self._greetings.entry(match.label)
+            at_start = before and (entry.kind != "farewell")
+            at_end = after and (entry.kind != "opener" or entry.also_farewell)
+            if at_start or at_end:
                 kept.append(match)
         return kept
 

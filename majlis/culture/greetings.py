@@ -103,7 +103,7 @@ class GreetingTable:
     """All entries by key; openers and closers share one key space.
 
     ``edge_only`` phrases are ambiguous inside a sentence (بأي folds to باي, هلأ to
-    هلا), so they count only at the start or end of a message.
+    هلا, السلامة 'safety' to بسلامة), so they count only at an edge of a message.
     """
 
     entries: Mapping[str, GreetingEntry]

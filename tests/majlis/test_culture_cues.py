@@ -136,6 +136,8 @@ def test_formality(text: str, formality: str) -> None:
 @pytest.mark.parametrize(("text", "opener"), [
     ("بس هلا الفاتورة صارت اعلى", None),        # Levantine هلأ 'now', mid-sentence
     ("فيه السلام و الأمان", None),             # السلام 'peace', mid-sentence
+    ("السلامة المرورية اولا", None),           # السلامة 'safety' is not بسلامة at the start
+    ("باي باي مصر", None),
     ("هلا، وين طلبي؟", "hala"),
     ("سلام، عندي سؤال", "salam_short"),
 ])
