@@ -3,6 +3,8 @@
 The graph calls these per turn, in order: read the message, move the phase,
 find the moment, compute the tone, compose the opening/closing lines.
 
+    >>> from datetime import UTC, datetime
+    >>> from zoneinfo import ZoneInfo
     >>> cues = read_cues("هلا، عندي مشكلة في الحساب")
     >>> next_phase(None, cues, since_last=None).current
     <Phase.TRANSACTION: 'transaction'>

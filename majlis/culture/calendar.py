@@ -11,6 +11,7 @@ user's local *civil* day. The Islamic day starts at sunset, so the evening of
 20 Ramadan is already "the 21st night"; we still count the last ten nights
 from the civil day of 21 Ramadan, and the evening before Eid is still Ramadan.
 
+    >>> from datetime import UTC
     >>> cal = SeasonCalendar()
     >>> at = datetime(2027, 2, 25, 6, tzinfo=UTC)
     >>> m = cal.moment(at, tz=ZoneInfo("Asia/Kuwait"), country="KW")

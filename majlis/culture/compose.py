@@ -4,10 +4,17 @@ The opening returns every greeting the user gave, in the user's dialect and
 the turn's register, then the day's seasonal greetings (on first contact or
 when the user greeted). The model layer writes the business part after it.
 
-    >>> compose_opening(read_cues("السلام عليكم، شلونك؟"), region="gulf", tone=tone,
-    ...                 moment=kuwait_2027_02_25, first_contact=True)
-    'وعليكم السلام ورحمة الله وبركاته، الحمد لله بخير، وانت شلونك؟ رمضان كريم، ومبارك عليكم
-    الشهر. كل عام والكويت بخير بمناسبة العيد الوطني'
+    >>> from datetime import UTC, datetime
+    >>> from zoneinfo import ZoneInfo
+    >>> from majlis.culture import SeasonCalendar, ToneProfile, compute_tone, read_cues
+    >>> at = datetime(2027, 2, 25, 6, tzinfo=UTC)  # 18 Ramadan 1448, Kuwait National Day
+    >>> moment = SeasonCalendar().moment(at, tz=ZoneInfo("Asia/Kuwait"), country="KW")
+    >>> cues = read_cues("السلام عليكم، شلونك؟")
+    >>> tone = compute_tone(ToneProfile(), region="gulf", cues=cues, turn_index=0,
+    ...                     known_gender=None, moment=moment, prior_formality=None)
+    >>> print(compose_opening(cues, region="gulf", tone=tone, moment=moment, first_contact=True))
+    وعليكم السلام ورحمة الله وبركاته، الحمد لله بخير، وانت شلونك؟
+    رمضان كريم، ومبارك عليكم الشهر. كل عام والكويت بخير بمناسبة العيد الوطني
     >>> compose_closing(read_cues("مشكور، مع السلامة"), region="gulf", tone=tone)
     'العفو، في أمان الله'
 """

@@ -5,6 +5,7 @@ a message after FAREWELL, or after a long silence, opens a new cycle. Business
 always wins: a message that greets *and* asks is a TRANSACTION, so the request
 is never dropped (the opening greeting is still returned, briefly).
 
+    >>> from majlis.culture import read_cues
     >>> next_phase(None, read_cues("هلا، عندي مشكلة في الحساب"), since_last=None)
     PhaseStep(previous=None, current=<Phase.TRANSACTION: 'transaction'>, new_cycle=True)
     >>> step = next_phase(Phase.TRANSACTION, read_cues("مشكور، مع السلامة"),

@@ -4,6 +4,11 @@ Computed every turn from the tenant's :class:`ToneProfile`, the user's dialect
 region, what the message says (:class:`Cues`) and when it is said
 (:class:`Moment`), then handed to the model layer as a prompt block.
 
+    >>> from datetime import UTC, datetime
+    >>> from zoneinfo import ZoneInfo
+    >>> from majlis.culture import SeasonCalendar, read_cues
+    >>> at = datetime(2026, 11, 30, 6, tzinfo=UTC)
+    >>> moment = SeasonCalendar().moment(at, tz=ZoneInfo("Asia/Kuwait"), country="KW")
     >>> tone = compute_tone(ToneProfile(), region="gulf", cues=read_cues("السلام عليكم"),
     ...                     turn_index=0, known_gender=None, moment=moment, prior_formality=None)
     >>> tone.register, tone.formality, tone.honorific
