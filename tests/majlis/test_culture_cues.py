@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from majlis.culture import read_cues
 
@@ -143,3 +145,18 @@ def test_formality(text: str, formality: str) -> None:
 ])
 def test_ambiguous_greeting_words_count_only_at_the_edges(text: str, opener: str | None) -> None:
     assert read_cues(text).openers == ((opener,) if opener else ())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("سلامعيكمباهشكرو بيlsamhbye?!؟،3 7")), max_size=60))
+def test_any_text_reads_without_error_and_business_implies_a_cue(text: str) -> None:
+    cues = read_cues(text)
+    assert cues.business == (cues.request or cues.question or cues.complaint or cues.insistence)
+    if cues.wellbeing:
+        assert cues.openers
+
+
+@pytest.mark.parametrize("text", ["", "   ", "😀😀", "12345", "؟"])
+def test_empty_or_contentless_text_has_no_cues(text: str) -> None:
+    cues = read_cues(text)
+    assert not cues.openers and not cues.closers and not cues.business

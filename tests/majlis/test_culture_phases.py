@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from majlis.culture import Phase, PhaseStep, next_phase, read_cues
+from majlis.culture import Cues, Phase, PhaseStep, next_phase, read_cues
 
 MINUTE = timedelta(minutes=1)
 
@@ -87,3 +89,33 @@ def test_small_talk_after_greeting_is_social() -> None:
 def test_phase_values_match_event_strings() -> None:
     assert [p.value for p in Phase] == ["greeting", "social", "transaction", "farewell"]
     assert Phase("farewell") is Phase.FAREWELL
+
+
+_ORDER = [Phase.GREETING, Phase.SOCIAL, Phase.TRANSACTION, Phase.FAREWELL]
+
+
+@given(
+    current=st.sampled_from([None, *Phase]),
+    flags=st.fixed_dictionaries({name: st.booleans() for name in (
+        "wellbeing", "thanks", "farewell", "request", "question", "complaint", "insistence")}),
+    greeted=st.booleans(),
+    gap_minutes=st.integers(min_value=0, max_value=24 * 60),
+)
+def test_phase_invariants(current: Phase | None, flags: dict[str, bool], greeted: bool,
+                          gap_minutes: int) -> None:
+    cues = Cues(
+        openers=("salam",) if greeted or flags["wellbeing"] else (),
+        wellbeing=flags["wellbeing"], thanks=flags["thanks"], farewell=flags["farewell"],
+        request=flags["request"], question=flags["question"], complaint=flags["complaint"],
+        insistence=flags["insistence"],
+    )
+    step = next_phase(current, cues, since_last=timedelta(minutes=gap_minutes))
+    # A request is never dropped.
+    if cues.business:
+        assert step.current is Phase.TRANSACTION
+    # Within a cycle the phase never moves backwards.
+    if not step.new_cycle:
+        assert current is not None
+        assert _ORDER.index(step.current) >= _ORDER.index(current)
+    # A cycle restarts exactly after a farewell, a first message or a long gap.
+    assert step.new_cycle == (current in (None, Phase.FAREWELL) or gap_minutes >= 6 * 60)
