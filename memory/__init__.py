@@ -10,7 +10,9 @@ same key while the original text is kept for display.
 '[[اسمي]] محمد'
 """
 
+from memory.chunking import Chunk, chunk_document
 from memory.factory import open_store
+from memory.kb import IngestReport, ingest_files
 from memory.postgres_store import PostgresMemoryStore
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.sqlite_store import SqliteMemoryStore
@@ -18,6 +20,8 @@ from memory.store import MemoryStore
 from memory.terms import KeyFunction
 
 __all__ = [
+    "Chunk",
+    "IngestReport",
     "KeyFunction",
     "Kind",
     "MemoryRecord",
@@ -26,5 +30,7 @@ __all__ = [
     "PostgresMemoryStore",
     "SearchHit",
     "SqliteMemoryStore",
+    "chunk_document",
+    "ingest_files",
     "open_store",
 ]

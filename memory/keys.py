@@ -1,4 +1,12 @@
-"""Choosing the key function: the Arabic pipeline's, unless told otherwise."""
+"""Choosing the key function: the Arabic pipeline's, unless told otherwise.
+
+The default indexes and queries each word twice over: its light stem
+(``nlp.search_keys``: كتاب for والكتابات) and its whole folded form with only
+proclitics removed (``nlp.words``: كتابات).  Stems give recall across
+inflections; the whole form lets an exact-form match outrank a mere shared
+stem.  Measured on ARCD with BM25 (bench/retrieval.py): +0.2 pt recall@1 and
++0.8 pt recall@5 over stems alone.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +16,44 @@ from typing import cast
 from diwaniya.errors import ConfigurationError
 from memory.terms import KeyFunction
 
-__all__ = ["default_keys"]
+__all__ = ["default_keys", "stem_and_surface_keys"]
+
+
+def stem_and_surface_keys(
+    stems: KeyFunction, surface: KeyFunction, stopwords: frozenset[str]
+) -> KeyFunction:
+    """Compose stem keys with whole-word keys (stopwords dropped from the latter).
+
+    >>> stems, whole = (lambda t: ["كتاب"]), (lambda t: ["في", "كتابات"])
+    >>> keys = stem_and_surface_keys(stems, whole, frozenset({"في"}))
+    >>> keys("في الكتابات")
+    ['كتاب', 'كتابات']
+    """
+
+    def keys(text: str) -> list[str]:
+        out = stems(text)
+        out.extend(w for w in surface(text) if w not in stopwords)
+        return out
+
+    return keys
 
 
 def default_keys() -> KeyFunction:
-    """``nlp.search_keys``: THE key function for indexing and querying alike.
+    """Stems plus surface forms from the Arabic pipeline, same on index and query.
 
     Imported lazily so ``memory`` can be imported (and tested with an injected
     key function) without loading the Arabic pipeline's resources.
+
+    >>> default_keys()("والكتابات في المكتبة")
+    ['كتاب', 'مكتب', 'كتابات', 'مكتبه']
     """
-    nlp = importlib.import_module("nlp")
-    keys = getattr(nlp, "search_keys", None)
-    if keys is None:
-        raise ConfigurationError("nlp.search_keys is missing: the Arabic pipeline is not installed")
-    return cast(KeyFunction, keys)
+    try:
+        nlp = importlib.import_module("nlp")
+        lexicon = importlib.import_module("nlp.lexicon")
+    except ImportError as exc:
+        raise ConfigurationError(f"the Arabic pipeline (nlp) is not importable: {exc}") from exc
+    return stem_and_surface_keys(
+        cast(KeyFunction, nlp.search_keys),
+        cast(KeyFunction, nlp.words),
+        frozenset(lexicon.STOPWORDS),
+    )

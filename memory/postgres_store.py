@@ -27,7 +27,7 @@ import asyncpg
 
 from diwaniya.errors import Unavailable
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
-from memory.snippet import highlight_snippet
+from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import KeyFunction, query_terms
 from memory.text_keys import record_terms
 
@@ -133,6 +133,12 @@ LEFT JOIN memory_terms AS t ON t.tenant = $1 AND t.lexeme = u.lexeme
 LEFT JOIN memory_stats AS s ON s.tenant = $1
 """
 
+# Term frequencies come from the candidate's own tsvector: setweight() marks
+# the query lexemes and ts_filter() keeps only those, both in C, so only the
+# handful of matching lexemes are unnested instead of the whole vector.
+# Every numeric parameter is cast explicitly: left to inference, ``$9`` next
+# to the integer ``doc_len`` became an integer and BM25 lost its length
+# normalisation.
 # Visibility: tenant-wide rows plus the asking user's own; ``user_id = NULL``
 # is never true, so without a user only tenant-wide rows are seen.
 _SEARCH = f"""
@@ -148,9 +154,11 @@ cand AS (
 SELECT {_COLUMNS}, s.score
 FROM cand AS r
 CROSS JOIN LATERAL (
-    SELECT sum(w.idf * (tf * ($7 + 1)) / (tf + $7 * (1 - $8 + $8 * r.doc_len / $9))) AS score
+    SELECT sum(w.idf * (tf * ($7::float8 + 1))
+               / (tf + $7::float8 * (1 - $8::float8 + $8::float8 * r.doc_len / $9::float8)))
+           AS score
     FROM (SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf
-          FROM unnest(r.tsv) AS u) AS x
+          FROM unnest(ts_filter(setweight(r.tsv, 'A', $4::text[]), '{{a}}')) AS u) AS x
     JOIN w ON w.lexeme = x.lexeme
 ) AS s
 ORDER BY s.score DESC, r.id
@@ -167,6 +175,7 @@ class PostgresMemoryStore:
     def __init__(self, pool: asyncpg.Pool, *, keys: KeyFunction, owns_pool: bool = False) -> None:
         self._pool = pool
         self._keys = keys
+        self._word_keys = WordKeys(keys)
         self._owns_pool = owns_pool
 
     @classmethod
@@ -247,7 +256,7 @@ class PostgresMemoryStore:
             SearchHit(
                 record=(rec := _record(row)),
                 score=float(row[12]),
-                snippet=highlight_snippet(rec.text, wanted, _lowered(self._keys)),
+                snippet=highlight_snippet(rec.text, wanted, self._word_keys),
             )
             for row in rows
         ]
@@ -327,11 +336,6 @@ def _quote_lexeme(lexeme: str) -> str:
     "'o''neil'"
     """
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _lowered(keys: KeyFunction) -> KeyFunction:
-    # to_tsvector('simple') lower-cases lexemes; highlight against the same.
-    return lambda text: [k.lower() for k in keys(text)]
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:

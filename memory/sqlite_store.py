@@ -19,7 +19,7 @@ import aiosqlite
 
 from diwaniya.errors import Unavailable
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
-from memory.snippet import highlight_snippet
+from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import KeyFunction, query_terms
 from memory.text_keys import record_terms
 
@@ -105,6 +105,7 @@ class SqliteMemoryStore:
     def __init__(self, path: Path | str, *, keys: KeyFunction) -> None:
         self._path = str(path)
         self._keys = keys
+        self._word_keys = WordKeys(keys)
         self._db: aiosqlite.Connection | None = None
         # One connection, many coroutines: the lock keeps one coroutine's
         # transaction from swallowing another's statements.
@@ -186,7 +187,7 @@ class SqliteMemoryStore:
             SearchHit(
                 record=(rec := _record(row[:12])),
                 score=-float(row[12]),  # FTS5 bm25() is negated so ORDER BY ascends
-                snippet=highlight_snippet(rec.text, wanted, self._keys),
+                snippet=highlight_snippet(rec.text, wanted, self._word_keys),
             )
             for row in rows
         ]

@@ -1,15 +1,20 @@
 """What a record contributes to the index: its title's keys, then its text's.
 
-The title (a KB document's name and heading path) is indexed with the body
-because questions name their subject ("متى ولد خاشقجي؟") while a paragraph
-often says only "ولد في …".
+The title (a KB document's name and heading path) is indexed with the body,
+counted ``TITLE_WEIGHT`` times: questions name their subject ("متى ولد
+خاشقجي؟") while the paragraph that answers often says only "ولد في …", and
+a subject named in the title is stronger evidence than one in passing.
+Measured on ARCD (bench/retrieval.py): title absent → recall@1 0.676,
+once → 0.695, twice → 0.701; three times adds nothing more.
 """
 
 from __future__ import annotations
 
 from memory.terms import KeyFunction, indexable_terms
 
-__all__ = ["record_terms"]
+__all__ = ["TITLE_WEIGHT", "record_terms"]
+
+TITLE_WEIGHT = 2
 
 
 def record_terms(title: str, text: str, keys: KeyFunction) -> list[str]:
@@ -17,7 +22,7 @@ def record_terms(title: str, text: str, keys: KeyFunction) -> list[str]:
 
     >>> from memory.terms import whitespace_keys
     >>> record_terms("الاسترجاع", "سياسة الاسترجاع", whitespace_keys)
-    ['الاسترجاع', 'سياسة', 'الاسترجاع']
+    ['الاسترجاع', 'الاسترجاع', 'سياسة', 'الاسترجاع']
     """
-    head = indexable_terms(keys(title)) if title else []
+    head = indexable_terms(keys(title)) * TITLE_WEIGHT if title else []
     return head + indexable_terms(keys(text))

@@ -227,3 +227,17 @@ async def test_setup_is_idempotent_and_concurrent(store: MemoryStore, tenants: T
     t = tenants("acme")
     await store.put([doc(t, "refund")])
     assert await store.search(t, "الاسترجاع")
+
+
+async def test_shorter_record_wins_when_matches_are_equal(store: MemoryStore, tenants: T) -> None:
+    # BM25 length normalisation: the same single match in a short record is
+    # stronger evidence than in a long one.
+    t = tenants("acme")
+    padding = " ".join(f"كلمة{i}" for i in range(60))
+    await store.put([
+        doc(t, "long", f"الفاتورة الإلكترونية {padding}"),
+        doc(t, "short", "الفاتورة الإلكترونية متاحة"),
+    ])
+    hits = await store.search(t, "الفاتورة", k=2)
+    assert [h.record.doc_id for h in hits] == ["kb:short", "kb:long"]
+    assert hits[0].score > hits[1].score

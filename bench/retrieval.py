@@ -1,0 +1,187 @@
+"""Retrieval quality of the memory store on a BEIR-style QA set, with anchors.
+
+    python bench/retrieval.py [--corpus C.jsonl] [--queries Q.jsonl]
+                              [--store sqlite|postgres|both] [--dsn ADMIN_DSN]
+
+Corpus lines are ``{_id, title, text}``; query lines ``{_id, text,
+relevant_passage_ids}``.  The corpus goes through the knowledge-base ingest
+path (``memory.kb.ingest_files``), queries through ``memory.kb.search``.  In
+the same run two anchors are measured on the same data:
+
+* ``pg_arabic_ts_rank``: PostgreSQL's built-in ``arabic`` config over raw
+  title+text, OR query of the raw words, ranked by ``ts_rank``;
+* ``fts5_unicode61``: SQLite FTS5 ``unicode61`` over raw title+text, OR query
+  of the raw words, ranked by ``bm25()``.
+
+Prints a table, writes ``bench/results/<out>.json``, and prints one JSON
+object as the last line.  PostgreSQL work happens in a database this script
+creates and drops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sqlite3
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import asyncpg
+
+from memory import MemoryStore, PostgresMemoryStore, SqliteMemoryStore, kb
+from memory.keys import default_keys
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DATA = ROOT.parent / "shared" / "data"
+TENANT = "bench"
+WORD = re.compile(r"\w+")
+Ranker = Callable[[str], Awaitable[list[str]]]
+
+
+def load_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def score(rankings: Sequence[list[str]], queries: Sequence[dict]) -> dict[str, float]:
+    """recall@1/5/10 and MRR@10 (a query counts when ANY relevant id is ranked)."""
+    totals = {"recall@1": 0.0, "recall@5": 0.0, "recall@10": 0.0, "mrr@10": 0.0}
+    for ranked, query in zip(rankings, queries, strict=True):
+        relevant = set(query["relevant_passage_ids"])
+        rank = next((i for i, d in enumerate(ranked[:10], 1) if d in relevant), None)
+        if rank is None:
+            continue
+        totals["mrr@10"] += 1 / rank
+        for cut in (1, 5, 10):
+            totals[f"recall@{cut}"] += rank <= cut
+    return {name: round(value / len(queries), 4) for name, value in totals.items()}
+
+
+async def run(name: str, ranker: Ranker, queries: Sequence[dict]) -> dict[str, float]:
+    started = time.perf_counter()
+    rankings = [await ranker(q["text"]) for q in queries]
+    elapsed = time.perf_counter() - started
+    return {**score(rankings, queries), "ms_per_query": round(1000 * elapsed / len(queries), 2)}
+
+
+def store_ranker(store: MemoryStore) -> Ranker:
+    async def rank(text: str) -> list[str]:
+        hits = await kb.search(store, TENANT, text, k=10)
+        seen: dict[str, None] = {}
+        for hit in hits:  # chunks → their document, first (best) occurrence
+            seen.setdefault(hit.record.doc_id or hit.record.id, None)
+        return list(seen)
+
+    return rank
+
+
+def fts5_anchor(corpus: Sequence[dict]) -> Ranker:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE c USING fts5(id UNINDEXED, body, tokenize='unicode61')")
+    db.executemany("INSERT INTO c VALUES (?, ?)",
+                   [(d["_id"], f"{d.get('title', '')} {d['text']}") for d in corpus])
+
+    async def rank(text: str) -> list[str]:
+        words = list(dict.fromkeys(WORD.findall(text)))
+        if not words:
+            return []
+        match = " OR ".join(f'"{w}"' for w in words)
+        rows = db.execute("SELECT id FROM c WHERE c MATCH ? ORDER BY bm25(c) LIMIT 10", (match,))
+        return [r[0] for r in rows]
+
+    return rank
+
+
+async def pg_arabic_anchor(conn: asyncpg.Connection, corpus: Sequence[dict]) -> Ranker:
+    await conn.execute(
+        "CREATE TABLE anchor (id text PRIMARY KEY, tsv tsvector);"
+        "CREATE INDEX ON anchor USING gin (tsv)"
+    )
+    await conn.executemany(
+        "INSERT INTO anchor VALUES ($1, to_tsvector('arabic', $2))",
+        [(d["_id"], f"{d.get('title', '')} {d['text']}") for d in corpus],
+    )
+    # OR of quoted raw words (quotes doubled), stemmed by the arabic config.
+    sql = """
+        WITH q AS (SELECT to_tsquery('arabic', array_to_string(
+            array(SELECT '''' || replace(w, '''', '''''') || '''' FROM unnest($1::text[]) w),
+            ' | ')) AS q)
+        SELECT id FROM anchor, q WHERE tsv @@ q.q ORDER BY ts_rank(tsv, q.q) DESC, id LIMIT 10
+    """
+
+    async def rank(text: str) -> list[str]:
+        words = list(dict.fromkeys(WORD.findall(text)))
+        return [r[0] for r in await conn.fetch(sql, words)] if words else []
+
+    return rank
+
+
+async def main(argv: Sequence[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=DATA / "qa_arcd.corpus.jsonl")
+    parser.add_argument("--queries", type=Path, default=DATA / "qa_arcd.queries.jsonl")
+    parser.add_argument("--store", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/postgres",
+                        help="admin DSN; a scratch database is created and dropped")
+    parser.add_argument("--out", default=None, help="results name (default retrieval_<corpus>)")
+    args = parser.parse_args(argv)
+
+    corpus, queries = load_jsonl(args.corpus), load_jsonl(args.queries)
+    keys = default_keys()
+    results: dict[str, dict[str, float]] = {}
+    timings: dict[str, float] = {}
+
+    results["fts5_unicode61"] = await run("fts5", fts5_anchor(corpus), queries)
+    if args.store in ("sqlite", "both"):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys)
+            await store.setup()
+            t0 = time.perf_counter()
+            await kb.ingest_files(store, TENANT, [args.corpus])
+            timings["sqlite_ingest_s"] = round(time.perf_counter() - t0, 2)
+            results["memory_sqlite"] = await run("sqlite", store_ranker(store), queries)
+            await store.close()
+
+    admin = await asyncpg.connect(args.dsn)
+    name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = args.dsn.rsplit("/", 1)[0] + "/" + name
+    try:
+        conn = await asyncpg.connect(dsn)
+        results["pg_arabic_ts_rank"] = await run(
+            "arabic", await pg_arabic_anchor(conn, corpus), queries)
+        await conn.close()
+        if args.store in ("postgres", "both"):
+            pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2)
+            await pg.setup()
+            t0 = time.perf_counter()
+            await kb.ingest_files(pg, TENANT, [args.corpus])
+            timings["postgres_ingest_s"] = round(time.perf_counter() - t0, 2)
+            results["memory_postgres"] = await run("postgres", store_ranker(pg), queries)
+            await pg.close()
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+    cols = ["recall@1", "recall@5", "recall@10", "mrr@10", "ms_per_query"]
+    print(f"{args.corpus.name}: {len(corpus)} passages, {len(queries)} queries")
+    print(f"{'system':<20}" + "".join(f"{c:>14}" for c in cols))
+    for system, row in results.items():
+        print(f"{system:<20}" + "".join(f"{row[c]:>14}" for c in cols))
+    summary = {"corpus": args.corpus.name, "passages": len(corpus), "queries": len(queries),
+               "results": results, **timings}
+    result_name = args.out or "retrieval_" + args.corpus.name.split(".")[0]
+    out = ROOT / "bench" / "results" / f"{result_name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(summary, ensure_ascii=False))
+    return summary
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
