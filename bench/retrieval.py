@@ -20,21 +20,28 @@ creates and drops.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import re
-import sqlite3
-import tempfile
-import time
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
+import sys
 from pathlib import Path
 
-import asyncpg
+# Running ``python bench/retrieval.py`` puts bench/ first on sys.path, where
+# bench/nlp.py would shadow the nlp package; the script's folder holds no
+# imports of ours, so drop it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from memory import MemoryStore, PostgresMemoryStore, SqliteMemoryStore, kb
-from memory.keys import default_keys
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import sqlite3  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
+
+import asyncpg  # noqa: E402
+
+from memory import MemoryStore, PostgresMemoryStore, SqliteMemoryStore, kb  # noqa: E402
+from memory.keys import default_keys  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
