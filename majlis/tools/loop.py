@@ -209,6 +209,9 @@ async def run_model_turn(
             messages.append(ChatMessage("assistant", round_text, tool_calls=tuple(calls)))
             for call in calls:
                 messages.append(await _run_tool(call, registry, allowed, tool_ctx, turn))
+            if rounds == max_tool_rounds:
+                # Out of tool rounds: the next call gets no tools, so it must answer.
+                request = replace(request, tools=())
             continue
         if turn.text.strip():
             break

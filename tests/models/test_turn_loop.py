@@ -267,16 +267,23 @@ async def test_unknown_tool_and_bad_json_are_tool_errors(
 
 async def test_tool_rounds_are_bounded(openai_server: ScriptedOpenAIServer) -> None:
     openai_server.push(
-        *[ScriptedReply.tool_call("kb_x", {}, call_id=f"c{i}") for i in range(3)],
+        *[ScriptedReply.tool_call("kb_x", {}, call_id=f"c{i}") for i in range(2)],
+        ScriptedReply.text("هذا ما وجدته."),
     )
     rec = Recorder()
     out = await run_model_turn(
-        model_for(openai_server), request("سؤال"), ToolRegistry([]), CTX, rec, max_tool_rounds=2
+        model_for(openai_server),
+        request("سؤال"),
+        ToolRegistry([handoff_tool(lambda: "")]),
+        CTX,
+        rec,
+        max_tool_rounds=2,
     )
     assert len(rec.of(ToolCall)) == 2
-    # The third round still asked for a tool and said nothing: reprompt hits an
-    # exhausted script (500 → retries → ModelError) and the fallback is served.
-    assert out.text == FALLBACK_REPLY
+    assert out.text == "هذا ما وجدته."
+    bodies = openai_server.bodies
+    assert "tools" in bodies[0] and "tools" in bodies[1]
+    assert "tools" not in bodies[2]  # out of rounds: must answer, cannot call again
 
 
 async def test_empty_reply_is_reprompted_once(openai_server: ScriptedOpenAIServer) -> None:
@@ -313,6 +320,22 @@ async def test_malformed_after_text_keeps_the_text(openai_server: ScriptedOpenAI
     rec = Recorder()
     out = await run_model_turn(model_for(openai_server), request("هلا"), ToolRegistry([]), CTX, rec)
     assert out.text == "جواب جزئي" and len(rec.of(TurnError)) == 1
+
+
+async def test_unreachable_endpoint_retries_then_model_error_event() -> None:
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    config = ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout_s=1, max_retries=2)
+    model = OpenAICompatibleModel(config, sleep=sleep, rng=lambda: 0.0)
+    rec = Recorder()
+    out = await run_model_turn(model, request("هلا"), ToolRegistry([]), CTX, rec)
+    assert len(sleeps) == 2  # two retries with backoff, then give up
+    (error,) = rec.of(TurnError)
+    assert "connection failed" in error.message and error.retryable
+    assert out.text == FALLBACK_REPLY
 
 
 async def test_deadline_exceeded_propagates(openai_server: ScriptedOpenAIServer) -> None:
