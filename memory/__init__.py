@@ -12,6 +12,7 @@ same key while the original text is kept for display.
 
 from memory.chunking import Chunk, chunk_document
 from memory.factory import open_store
+from memory.facts import ExtractedFact, FactExtractor, RuleFactExtractor
 from memory.kb import IngestReport, ingest_files
 from memory.postgres_store import PostgresMemoryStore
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
@@ -21,6 +22,8 @@ from memory.terms import KeyFunction
 
 __all__ = [
     "Chunk",
+    "ExtractedFact",
+    "FactExtractor",
     "IngestReport",
     "KeyFunction",
     "Kind",
@@ -28,6 +31,7 @@ __all__ = [
     "MemoryStore",
     "NewRecord",
     "PostgresMemoryStore",
+    "RuleFactExtractor",
     "SearchHit",
     "SqliteMemoryStore",
     "chunk_document",

@@ -36,11 +36,15 @@ __all__ = ["PostgresMemoryStore"]
 K1 = 1.2
 B = 0.75
 # Candidates are drawn from the rarest query terms until their summed
-# document frequencies reach this budget; commoner terms (low IDF) still
-# score those candidates but do not widen the set.  This bounds the work per
-# query at any table size (WAND-style pruning, simplified).
-CANDIDATE_BUDGET = 20_000
-CANDIDATE_LIMIT = 20_000
+# document frequencies reach the budget; commoner terms (low IDF) still
+# score those candidates but do not widen the set.  A record holding none of
+# the rare terms can score at most the commoner terms' IDF sum, so this is
+# max-score pruning, simplified.  When even the rarest term is over budget
+# (a query of common words only) the candidates are the records holding the
+# two rarest terms together.  Either way the rows scored per query are
+# bounded, which is what keeps p99 flat as the table grows
+# (bench/memory_scale.py).
+CANDIDATE_BUDGET = 2_000
 
 # Serialises schema creation across replicas starting at once.
 _SCHEMA_LOCK = 0x6469_7761_6D65_6D  # "diwamem"
@@ -172,22 +176,36 @@ class PostgresMemoryStore:
     Give it a pool you own, or use :meth:`connect` to let the store own one.
     """
 
-    def __init__(self, pool: asyncpg.Pool, *, keys: KeyFunction, owns_pool: bool = False) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        *,
+        keys: KeyFunction,
+        owns_pool: bool = False,
+        candidate_budget: int = CANDIDATE_BUDGET,
+    ) -> None:
         self._pool = pool
+        self._budget = candidate_budget
         self._keys = keys
         self._word_keys = WordKeys(keys)
         self._owns_pool = owns_pool
 
     @classmethod
     async def connect(
-        cls, dsn: str, *, keys: KeyFunction, min_size: int = 1, max_size: int = 10
+        cls,
+        dsn: str,
+        *,
+        keys: KeyFunction,
+        min_size: int = 1,
+        max_size: int = 10,
+        candidate_budget: int = CANDIDATE_BUDGET,
     ) -> PostgresMemoryStore:
         """Open a pool for ``dsn`` that :meth:`close` will close."""
         try:
             pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size)
         except (OSError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
-        return cls(pool, keys=keys, owns_pool=True)
+        return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget)
 
     async def setup(self) -> None:
         async with self._pool.acquire() as conn, conn.transaction():
@@ -245,11 +263,11 @@ class PostgresMemoryStore:
             n_docs, total_len = int(stats[0][2]), int(stats[0][3])
             avgdl = max(total_len / max(n_docs, 1), 1.0)
             idf = {lex: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for lex, df in known}
-            tsquery = " | ".join(_quote_lexeme(lex) for lex in _candidate_lexemes(known))
+            tsquery = _candidate_query(known, self._budget)
             kind_list = [Kind(x).value for x in (kinds or list(Kind))]
             rows = await conn.fetch(
                 _SEARCH, tenant, user_id, tsquery, list(idf), list(idf.values()), kind_list,
-                K1, B, avgdl, CANDIDATE_LIMIT, k,
+                K1, B, avgdl, self._budget, k,
             )
         wanted = set(terms) | set(idf)
         return [
@@ -313,20 +331,25 @@ async def _apply_delta(conn: asyncpg.Connection, sign: int, where: str, *args: A
             )
 
 
-def _candidate_lexemes(known: list[tuple[str, int]]) -> list[str]:
-    """Rarest lexemes first, until their document frequencies fill the budget.
+def _candidate_query(known: list[tuple[str, int]], budget: int) -> str:
+    """The tsquery that selects candidates: rarest lexemes OR-ed within the budget.
 
-    >>> _candidate_lexemes([("في", 90_000), ("خاشقجي", 12), ("ولد", 4_000)])
-    ['خاشقجي', 'ولد']
+    >>> _candidate_query([("في", 90_000), ("خاشقجي", 12), ("ولد", 400)], 2_000)
+    "'خاشقجي' | 'ولد'"
+    >>> _candidate_query([("في", 90_000), ("ولد", 4_000), ("عام", 8_000)], 2_000)
+    "'ولد' & 'عام'"
     """
+    ranked = sorted(known, key=lambda item: item[1])
+    if ranked[0][1] > budget:
+        return " & ".join(_quote_lexeme(lex) for lex, _ in ranked[:2])
     chosen: list[str] = []
     spent = 0
-    for lexeme, df in sorted(known, key=lambda item: item[1]):
-        if chosen and spent + df > CANDIDATE_BUDGET:
+    for lexeme, df in ranked:
+        if spent + df > budget:
             break
-        chosen.append(lexeme)
+        chosen.append(_quote_lexeme(lexeme))
         spent += df
-    return chosen
+    return " | ".join(chosen)
 
 
 def _quote_lexeme(lexeme: str) -> str:

@@ -1,0 +1,196 @@
+"""PostgreSQL memory store at scale: insert throughput and search latency.
+
+    nice -n 10 python bench/memory_scale.py [--sizes 10000,100000[,1000000]]
+                                            [--dsn ADMIN_DSN] [--queries 300]
+
+Rows are Arabic text assembled from ../shared/data (dialect tweets and ARCD
+Wikipedia sentences): 1–3 sentences each, 90% tenant-wide documents and 10%
+facts spread over 1,000 users of the same tenant (the worst case: one tenant
+holds every row).  The table grows through ``store.put`` in batches (the real
+write path, term statistics included) up to each size; at each size,
+after ``VACUUM ANALYZE`` (what autovacuum does in production), it times
+``store.search`` end to end (keys, two round trips, BM25, snippets) for short
+queries cut from held-out sentences.
+
+Key computation is reported separately (keys/s): the load memoises the key
+function per sentence so that a 1M-row run measures the database, not the
+tokenizer, 1M times over.
+
+Prints a table, writes bench/results/memory_scale.json, and prints one JSON
+object as the last line.  Creates and drops its own database.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/ is first on sys.path when run as a script; bench/nlp.py would shadow
+# the nlp package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import csv  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from functools import lru_cache  # noqa: E402
+
+import asyncpg  # noqa: E402
+
+from memory import Kind, NewRecord, PostgresMemoryStore  # noqa: E402
+from memory.keys import default_keys  # noqa: E402
+from memory.terms import KeyFunction  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+TENANT = "scale"
+# Twitter placeholders carry no language: @USER, URL, EMOJI.
+_PLACEHOLDER = re.compile(r"@USER|URL|EMOJI|<[^>]+>")
+_SENTENCE_END = re.compile(r"(?<=[.!?\u061F\u06D4])\s+")  # . ! ? ؟ ۔
+
+
+def load_sentences() -> list[str]:
+    out: list[str] = []
+    for path in sorted(DATA.glob("dialect_*.tsv")):
+        with path.open(encoding="utf-8") as fh:
+            for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
+                text = _PLACEHOLDER.sub(" ", row.get("text") or "").strip()
+                if len(text) > 10:
+                    out.append(" ".join(text.split()))
+    for line in (DATA / "qa_arcd.corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        out.extend(s for s in _SENTENCE_END.split(json.loads(line)["text"]) if len(s) > 10)
+    return list(dict.fromkeys(out))
+
+
+def sentence_memoised(keys: KeyFunction) -> KeyFunction:
+    """Keys of a row = keys of its lines, each computed once (rows join lines by \\n)."""
+    per_line = lru_cache(maxsize=None)(lambda line: tuple(keys(line)))
+
+    def row_keys(text: str) -> list[str]:
+        out: list[str] = []
+        for line in text.split("\n"):
+            out.extend(per_line(line))
+        return out
+
+    return row_keys
+
+
+def make_rows(rng: random.Random, sentences: list[str], start: int, count: int) -> list[NewRecord]:
+    rows = []
+    for i in range(start, start + count):
+        text = "\n".join(rng.choice(sentences) for _ in range(rng.randint(1, 3)))
+        if i % 10 == 0:
+            rows.append(NewRecord(tenant=TENANT, kind=Kind.FACT, id=f"f{i}",
+                                  user_id=f"u{i % 1000}", text=text))
+        else:
+            rows.append(NewRecord(tenant=TENANT, kind=Kind.DOCUMENT, id=f"d{i}",
+                                  doc_id=f"doc{i}", text=text))
+    return rows
+
+
+def make_queries(rng: random.Random, held_out: list[str], n: int) -> list[str]:
+    queries: list[str] = []
+    while len(queries) < n:
+        words = rng.choice(held_out).split()
+        if len(words) < 3:
+            continue
+        take = rng.randint(2, min(6, len(words)))
+        start = rng.randint(0, len(words) - take)
+        queries.append(" ".join(words[start : start + take]))
+    return queries
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+
+    rng = random.Random(args.seed)
+    sentences = load_sentences()
+    rng.shuffle(sentences)
+    held_out, pool = sentences[:2000], sentences[2000:]
+    keys = default_keys()
+    t0 = time.perf_counter()
+    sample = pool[:3000]
+    for s in sample:
+        keys(s)
+    keys_per_s = len(sample) / (time.perf_counter() - t0)
+    row_keys = sentence_memoised(keys)
+
+    admin = await asyncpg.connect(args.dsn)
+    name = f"diwaniya_scale_{uuid.uuid4().hex[:8]}"
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = args.dsn.rsplit("/", 1)[0] + "/" + name
+    results = []
+    try:
+        store = await PostgresMemoryStore.connect(dsn, keys=row_keys, max_size=2)
+        await store.setup()
+        conn = await asyncpg.connect(dsn)
+        have = 0
+        for size in sizes:
+            insert_s = 0.0
+            added = size - have
+            while have < size:
+                batch = make_rows(rng, pool, have, min(args.batch, size - have))
+                t0 = time.perf_counter()
+                await store.put(batch)
+                insert_s += time.perf_counter() - t0
+                have += len(batch)
+            await conn.execute("VACUUM ANALYZE memory_records")
+            await conn.execute("VACUUM ANALYZE memory_terms")
+            queries = make_queries(rng, held_out, args.queries)
+            for q in queries[:20]:  # warm the pool's prepared statements and cache
+                await store.search(TENANT, q, user_id="u1")
+            latencies, hits = [], 0
+            for q in queries:
+                t0 = time.perf_counter()
+                found = await store.search(TENANT, q, user_id=f"u{rng.randrange(1000)}", k=5)
+                latencies.append(1000 * (time.perf_counter() - t0))
+                hits += bool(found)
+            db_mb = await conn.fetchval("SELECT pg_database_size(current_database())") / 2**20
+            row = {
+                "rows": size,
+                "insert_rows_per_s": round(added / insert_s),
+                "search_p50_ms": round(statistics.median(latencies), 2),
+                "search_p99_ms": round(pct(latencies, 0.99), 2),
+                "search_max_ms": round(max(latencies), 2),
+                "queries_with_hits": round(hits / len(queries), 3),
+                "db_mb": round(db_mb),
+            }
+            results.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+        await conn.close()
+        await store.close()
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+    cols = list(results[0])
+    print(f"memory_scale: {len(sentences)} source sentences, nlp keys {keys_per_s:.0f} texts/s")
+    print("".join(f"{c:>20}" for c in cols))
+    for row in results:
+        print("".join(f"{row[c]:>20}" for c in cols))
+    summary = {"sizes": results, "keys_texts_per_s": round(keys_per_s), "target_p99_ms": 20}
+    out = ROOT / "bench" / "results" / "memory_scale.json"
+    out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
