@@ -15,6 +15,7 @@ from memory.factory import open_store
 from memory.facts import ExtractedFact, FactExtractor, RuleFactExtractor
 from memory.kb import IngestReport, ingest_files
 from memory.postgres_store import PostgresMemoryStore
+from memory.recall import Recall, recall, remember
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.sqlite_store import SqliteMemoryStore
 from memory.store import MemoryStore
@@ -31,10 +32,13 @@ __all__ = [
     "MemoryStore",
     "NewRecord",
     "PostgresMemoryStore",
+    "Recall",
     "RuleFactExtractor",
     "SearchHit",
     "SqliteMemoryStore",
     "chunk_document",
     "ingest_files",
     "open_store",
+    "recall",
+    "remember",
 ]

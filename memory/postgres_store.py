@@ -44,7 +44,7 @@ B = 0.75
 # two rarest terms together.  Either way the rows scored per query are
 # bounded, which is what keeps p99 flat as the table grows
 # (bench/memory_scale.py).
-CANDIDATE_BUDGET = 2_000
+CANDIDATE_BUDGET = 500
 
 # Serialises schema creation across replicas starting at once.
 _SCHEMA_LOCK = 0x6469_7761_6D65_6D  # "diwamem"
@@ -279,6 +279,17 @@ class PostgresMemoryStore:
             for row in rows
         ]
 
+    async def user_records(
+        self, tenant: str, user_id: str, *, kinds: Collection[Kind] | None = None, limit: int = 50
+    ) -> list[MemoryRecord]:
+        sql = (
+            f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.user_id = $2"
+            " AND r.kind = ANY($3::text[]) ORDER BY r.updated_at DESC, r.id LIMIT $4"
+        )
+        kind_list = [Kind(x).value for x in (kinds or list(Kind))]
+        rows = await self._pool.fetch(sql, tenant, user_id, kind_list, limit)
+        return [_record(row) for row in rows]
+
     async def _delete(self, where: str, *args: Any) -> int:
         tenant = args[0]
         async with self._pool.acquire() as conn, conn.transaction():
@@ -334,9 +345,9 @@ async def _apply_delta(conn: asyncpg.Connection, sign: int, where: str, *args: A
 def _candidate_query(known: list[tuple[str, int]], budget: int) -> str:
     """The tsquery that selects candidates: rarest lexemes OR-ed within the budget.
 
-    >>> _candidate_query([("في", 90_000), ("خاشقجي", 12), ("ولد", 400)], 2_000)
+    >>> _candidate_query([("في", 90_000), ("خاشقجي", 12), ("ولد", 400)], 500)
     "'خاشقجي' | 'ولد'"
-    >>> _candidate_query([("في", 90_000), ("ولد", 4_000), ("عام", 8_000)], 2_000)
+    >>> _candidate_query([("في", 90_000), ("ولد", 4_000), ("عام", 8_000)], 500)
     "'ولد' & 'عام'"
     """
     ranked = sorted(known, key=lambda item: item[1])

@@ -192,6 +192,20 @@ class SqliteMemoryStore:
             for row in rows
         ]
 
+    async def user_records(
+        self, tenant: str, user_id: str, *, kinds: Collection[Kind] | None = None, limit: int = 50
+    ) -> list[MemoryRecord]:
+        sql = (
+            f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = ? AND r.user_id = ?"
+            " AND r.kind IN (SELECT value FROM json_each(?)) ORDER BY r.updated_at DESC, r.id"
+            " LIMIT ?"
+        )
+        kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
+        async with self._lock:
+            db = await self._conn()
+            async with db.execute(sql, (tenant, user_id, kind_list, limit)) as cur:
+                return [_record(row) for row in await cur.fetchall()]
+
     async def _delete(self, where: str, args: tuple[Any, ...]) -> int:
         async with self._lock:
             db = await self._conn()

@@ -45,6 +45,13 @@ class MemoryStore(Protocol):
         """One record by id, or ``None``."""
         ...
 
+    async def user_records(
+        self, tenant: str, user_id: str, *, kinds: Collection[Kind] | None = None, limit: int = 50
+    ) -> list[MemoryRecord]:
+        """One user's own records, most recently updated first (no query needed:
+        a name or form of address belongs in every turn's context)."""
+        ...
+
     async def erase_user(self, tenant: str, user_id: str) -> int:
         """Delete every record of one user; returns the number deleted."""
         ...

@@ -241,3 +241,19 @@ async def test_shorter_record_wins_when_matches_are_equal(store: MemoryStore, te
     hits = await store.search(t, "الفاتورة", k=2)
     assert [h.record.doc_id for h in hits] == ["kb:short", "kb:long"]
     assert hits[0].score > hits[1].score
+
+
+async def test_user_records_lists_only_that_users_rows_newest_first(
+    store: MemoryStore, tenants: T
+) -> None:
+    t, other = tenants("acme"), tenants("other")
+    await store.put([fact(t, "u1", "اسمي سارة", rid="n")])
+    await asyncio.sleep(0.01)
+    await store.put([
+        fact(t, "u1", "ناديني ام خالد", rid="a"), fact(t, "u2", "اسمي نورة"),
+        fact(other, "u1", "اسمي ريم"), doc(t, "refund"),
+    ])
+    rows = await store.user_records(t, "u1")
+    assert [r.id for r in rows] == ["a", "n"]
+    assert await store.user_records(t, "u1", limit=1) == rows[:1]
+    assert await store.user_records(t, "u1", kinds={Kind.PREFERENCE}) == []

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from memory import Kind, MemoryStore
+from memory import Kind, MemoryStore, NewRecord
 from memory.facts import FactExtractor, RuleFactExtractor, mask_number
 
 X: FactExtractor = RuleFactExtractor()
@@ -106,3 +106,27 @@ async def test_restating_a_name_updates_the_same_fact(
     hits = await store.search(t, "اسمي", user_id="u1", kinds={Kind.FACT})
     assert [h.record.metadata["value"] for h in hits] == ["فهد"]
     assert hits[0].record.id == first.record_id("u1") == second.record_id("u1")
+
+
+async def test_remember_then_recall_across_threads(
+    store: MemoryStore, tenants: Callable[[str], str]
+) -> None:
+    from memory import recall, remember
+
+    t = tenants("shop")
+    await store.put([NewRecord(tenant=t, kind=Kind.DOCUMENT, id="kb#0", doc_id="kb",
+                               text="سياسة الاسترجاع: خلال ١٤ يوماً مع الفاتورة.")])
+    stored = await remember(store, X, tenant=t, user_id="u1", thread_id="th-1", turn_id="1",
+                            message="هلا، ناديني ابو فهد ورقم طلبي 77120934")
+    assert {r.metadata["slot"] for r in stored} == {"address_as", "order_number"}
+    assert await remember(store, X, tenant=t, user_id="u1", message="شكراً") == []
+
+    # A later thread: the facts come back without being asked for, the KB by query.
+    got = await recall(store, t, "u1", "كم يوم عندي للاسترجاع؟")
+    assert {f.text for f in got.user_facts} == {"ناديني ابو فهد", "رقم طلبي ****0934"}
+    assert [h.record.id for h in got.documents] == ["kb#0"]
+    assert (await recall(store, t, "u2", "الاسترجاع")).user_facts == []
+
+    # DeleteThread erases what that thread taught us.
+    assert await store.erase_thread(t, "th-1") == 2
+    assert (await recall(store, t, "u1", "الاسترجاع")).user_facts == []
