@@ -27,7 +27,7 @@ import numpy.typing as npt
 from diwaniya.errors import ConfigurationError, InvalidRequest
 from nlp.arabizi import _word_to_arabic, looks_arabizi
 from nlp.normalize import clean, fold
-from nlp.tokenize import TokenKind, tokenize
+from nlp.tokenize import TokenKind, typed_texts
 
 __all__ = [
     "REGIONS",
@@ -47,7 +47,7 @@ REGIONS: tuple[str, ...] = ("msa", "gulf", "egyptian", "levantine", "maghrebi", 
 MARKERS: Mapping[str, tuple[str, ...]] = {
     "iraqi": ("شلون", "شكو", "ماكو", "اكو", "هسه", "شنو", "كلش", "اريد", "ديروح", "شگد",
               "چان", "اغاتي", "عيني", "مال", "هواية", "گاع"),
-    "gulf": ("ايش", "وش", "شلونك", "زين", "وايد", "ابغي", "ابي", "ابغا", "حق", "الحين",
+    "gulf": ("ايش", "وش", "زين", "وايد", "ابغي", "ابي", "ابغا", "حق", "الحين",
              "ترا", "عاد", "يبي", "شفيك", "هالحين", "مب", "يالله", "خلاص", "جذي", "كذا"),
     "egyptian": ("ازاي", "عايز", "عاوز", "كده", "مش", "ازيك", "اوي", "دلوقتي", "بتاع",
                  "ليه", "فين", "امتي", "خالص", "حاجه", "يعني", "اللي", "بقي", "احنا", "دول"),
@@ -59,12 +59,19 @@ MARKERS: Mapping[str, tuple[str, ...]] = {
             "ايضا", "حيث", "قد", "لكن", "ماذا", "لماذا", "لن", "كيف"),
 }
 _MARKER_OF: dict[str, str] = {w: r for r, ws in MARKERS.items() for w in ws}
+_REGION_INDEX = {r: i for i, r in enumerate(REGIONS)}
 
 # Tweet residue that must not become a feature: QADI placeholders (USER, URL,
 # NUM, EMOJI) are Latin and dropped with all Latin tokens below; letter
 # elongation (U+0621–U+064A repeated ≥ 3 times) is squeezed to one letter.
 _REPEAT_RE = re.compile(r"([\u0621-\u064a])\1{2,}")
 _NGRAM_MIN, _NGRAM_MAX = 2, 5
+# URLs, e-mails, @mentions and #hashtags (U+0600–U+06FF letters included).
+_RESIDUE_RE = re.compile(r"(?:https?://|www\.)\S*|\S+@\S+|[@#][\w\u064b-\u065f\u0670]+")
+_ARABIC_RE = re.compile("[\u0621-\u064a]")
+# A folded Arabic word: hamza U+0621 … yeh U+064A minus tatweel U+0640, plus
+# the extended letters U+0671–U+06D3 (پ چ ژ گ …) Iraqi/Gulf users type.
+_AR_WORD_RE = re.compile("[\u0621-\u063f\u0641-\u064a\u0671-\u06d3]+")
 
 
 def _stable_hash(feature: str, buckets: int) -> int:
@@ -74,15 +81,20 @@ def _stable_hash(feature: str, buckets: int) -> int:
 
 @lru_cache(maxsize=100_000)
 def _word_features(word: str, buckets: int) -> tuple[int, ...]:
-    padded = f"<{word}>"
-    feats = [f"w:{word}"]
-    n_chars = len(padded)
+    # Char n-grams are hashed as slices of the UTF-16 bytes of the padded
+    # word (two bytes per Arabic letter): one encode per word, not per n-gram.
+    data = f"<{word}>".encode("utf-16-le")
+    mask = buckets - 1
+    crc = zlib.crc32
+    n_chars = len(data) // 2
+    ids = [_stable_hash(f"w:{word}", buckets)]
     for n in range(_NGRAM_MIN, _NGRAM_MAX + 1):
-        feats.extend(padded[i : i + n] for i in range(n_chars - n + 1))
+        span = 2 * n
+        ids.extend(crc(data[i : i + span]) & mask for i in range(0, 2 * (n_chars - n) + 1, 2))
     marker = _MARKER_OF.get(word)
     if marker is not None:
-        feats.append(f"L:{marker}")
-    return tuple(_stable_hash(f, buckets) for f in feats)
+        ids.append(_stable_hash(f"L:{marker}", buckets))
+    return tuple(ids)
 
 
 def dialect_words(text: str) -> list[str]:
@@ -91,23 +103,24 @@ def dialect_words(text: str) -> list[str]:
     >>> dialect_words("@USER ههههههه شلونك حبيبي URL 😂")
     ['ه', 'شلونك', 'حبيبي']
     """
-    toks = tokenize(fold(clean(text)))
-    latin = [t.text for t in toks if t.kind is TokenKind.LATIN]
-    arabizi = bool(latin) and not any(t.kind is TokenKind.WORD for t in toks) and looks_arabizi(
-        latin
-    )
-    out: list[str] = []
-    for t in toks:
-        if t.kind is TokenKind.WORD:
-            out.append(_REPEAT_RE.sub(r"\1", t.text))
-        elif arabizi and t.kind is TokenKind.LATIN:
-            out.append(_word_to_arabic(t.text))
-    return out
+    folded = fold(clean(text))
+    if _ARABIC_RE.search(folded):
+        # Fast path: Arabic words only, tweet residue removed first so that a
+        # hashtag's words do not count.
+        return _AR_WORD_RE.findall(_REPEAT_RE.sub(r"\1", _RESIDUE_RE.sub(" ", folded)))
+    latin = [t for k, t in typed_texts(folded) if k is TokenKind.LATIN]
+    if latin and looks_arabizi(latin):
+        return [_word_to_arabic(w) for w in latin]
+    return []
 
 
 def dialect_features(text: str, buckets: int) -> list[int]:
     """Hashed feature ids (with repeats = counts) for ``text``."""
-    ws = dialect_words(text)
+    return features_of_words(dialect_words(text), buckets)
+
+
+def features_of_words(ws: list[str], buckets: int) -> list[int]:
+    """Hashed feature ids for already extracted dialect words."""
     ids: list[int] = []
     for w in ws:
         ids.extend(_word_features(w, buckets))
@@ -149,7 +162,12 @@ class LinearDialectModel:
     'egyptian'
     """
 
-    def __init__(self, weights: npt.NDArray[np.floating], bias: npt.NDArray[np.floating]) -> None:
+    def __init__(
+        self,
+        weights: npt.NDArray[np.floating],
+        bias: npt.NDArray[np.floating],
+        marker_weight: float = 1.0,
+    ) -> None:
         if weights.ndim != 2 or weights.shape[1] != len(REGIONS) or bias.shape != (len(REGIONS),):
             raise ConfigurationError(f"dialect weights have shape {weights.shape}, expected (B, 6)")
         buckets = weights.shape[0]
@@ -158,14 +176,23 @@ class LinearDialectModel:
         self._w = weights.astype(np.float32)
         self._b = bias.astype(np.float64)
         self.buckets = buckets
+        # Each marker word adds this to its region's logit on top of the
+        # learned weights: the learned ones are diluted by tweet vocabulary,
+        # while in a two-word support message one marker is the evidence.
+        self.marker_weight = marker_weight
 
     def logits(self, text: str) -> npt.NDArray[np.float64]:
-        ids = dialect_features(text, self.buckets)
+        ws = dialect_words(text)
+        ids = features_of_words(ws, self.buckets)
         if not ids:
             return self._b.copy()
         # Counts scaled by 1/sqrt(number of features): length-independent
         # like an L2 norm, without a per-message np.unique.
         z: npt.NDArray[np.float64] = self._w[ids].sum(axis=0) / math.sqrt(len(ids)) + self._b
+        for w in ws:
+            region = _MARKER_OF.get(w)
+            if region is not None:
+                z[_REGION_INDEX[region]] += self.marker_weight
         return z
 
     def identify(self, text: str) -> DialectResult:

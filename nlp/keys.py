@@ -13,17 +13,14 @@ from nlp.arabizi import _word_to_arabic, looks_arabizi
 from nlp.lexicon import STOPWORDS
 from nlp.normalize import clean, fold
 from nlp.segment import light_stem, strip_proclitics
-from nlp.tokenize import Token, TokenKind, tokenize
+from nlp.tokenize import TokenKind, typed_texts
 
 __all__ = ["search_keys", "words"]
 
-_ARABIC_KINDS = (TokenKind.WORD,)
-
-
-def _folded_tokens(text: str) -> tuple[list[Token], bool]:
-    """Tokens of the cleaned text, and whether its Latin words are Arabizi."""
-    toks = tokenize(fold(clean(text)))
-    latin = [t.text for t in toks if t.kind is TokenKind.LATIN]
+def _folded_tokens(text: str) -> tuple[list[tuple[TokenKind, str]], bool]:
+    """(kind, text) tokens of the folded text, and whether its Latin words are Arabizi."""
+    toks = typed_texts(fold(clean(text)))
+    latin = [t for k, t in toks if k is TokenKind.LATIN]
     return toks, bool(latin) and looks_arabizi(latin)
 
 
@@ -41,16 +38,15 @@ def words(text: str) -> list[str]:
     """
     toks, arabizi = _folded_tokens(text)
     out: list[str] = []
-    for tok in toks:
-        kind = tok.kind
+    for kind, tok in toks:
         if kind is TokenKind.WORD:
-            out.append(strip_proclitics(tok.text))
+            out.append(strip_proclitics(tok))
         elif kind is TokenKind.LATIN:
-            out.append(strip_proclitics(_word_to_arabic(tok.text)) if arabizi else tok.text)
+            out.append(strip_proclitics(_word_to_arabic(tok)) if arabizi else tok)
         elif kind is TokenKind.NUMBER:
-            out.append(tok.text)
+            out.append(tok)
         elif kind is TokenKind.HASHTAG:
-            out.extend(strip_proclitics(p) for p in _hashtag_parts(tok.text))
+            out.extend(strip_proclitics(p) for p in _hashtag_parts(tok))
     return out
 
 
@@ -73,21 +69,20 @@ def search_keys(text: str) -> list[str]:
     toks, arabizi = _folded_tokens(text)
     out: list[str] = []
     stop = STOPWORDS
-    for tok in toks:
-        kind = tok.kind
+    for kind, tok in toks:
         if kind is TokenKind.WORD:
-            w = tok.text
+            w = tok
         elif kind is TokenKind.LATIN:
             if not arabizi:
-                if tok.text not in stop:
-                    out.append(_latin_key(tok.text))
+                if tok not in stop:
+                    out.append(_latin_key(tok))
                 continue
-            w = _word_to_arabic(tok.text)
+            w = _word_to_arabic(tok)
         elif kind is TokenKind.NUMBER:
-            out.append(tok.text)
+            out.append(tok)
             continue
         elif kind is TokenKind.HASHTAG:
-            out.extend(light_stem(p) for p in _hashtag_parts(tok.text) if p not in stop)
+            out.extend(light_stem(p) for p in _hashtag_parts(tok) if p not in stop)
             continue
         else:
             continue

@@ -1,8 +1,10 @@
 """Tokenisation into typed spans with offsets into the input string.
 
 One compiled alternation does the whole job in C; Python only wraps matches.
-Order of alternatives matters: URL before MENTION (``user@host.com``),
-LATIN before NUMBER so Arabizi like ``7abibi`` stays one word.
+Order of alternatives matters: Arabic words first (the commonest token, and
+no URL/mention/hashtag starts with an Arabic letter), URL before MENTION
+(``user@host.com``), LATIN before NUMBER so Arabizi like ``7abibi`` stays one
+word.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["Token", "TokenKind", "tokenize"]
+__all__ = ["Token", "TokenKind", "tokenize", "typed_texts"]
 
 
 class TokenKind(StrEnum):
@@ -57,10 +59,10 @@ _SKIP = "\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
 
 _TOKEN_RE = re.compile(
     rf"""
-    (?P<url>(?:https?://|www\.)[^\s<>"]*[^\s<>".,!?؟،)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+    (?P<word>[{_AR_LETTER}][{_AR_LETTER}{_AR_CONT}]*)
+  | (?P<url>(?:https?://|www\.)[^\s<>"]*[^\s<>".,!?؟،)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
   | (?P<mention>@\w+)
   | (?P<hashtag>\#[\w{_AR_CONT}]+)
-  | (?P<word>[{_AR_LETTER}][{_AR_LETTER}{_AR_CONT}]*)
   | (?P<latin>\d*{_LAT_LETTER}(?:{_LAT_LETTER}|\d|['’]{_LAT_LETTER})*)
   | (?P<number>\d+(?:[.,٫٬]\d+)*)
   | (?P<emoji>[\U0001f1e6-\U0001f1ff]{{2}}
@@ -86,3 +88,16 @@ def tokenize(text: str) -> list[Token]:
         Token(m.group(), kinds[m.lastgroup], m.start(), m.end())  # type: ignore[index]
         for m in _TOKEN_RE.finditer(text)
     ]
+
+
+def typed_texts(text: str) -> list[tuple[TokenKind, str]]:
+    """(kind, text) pairs, as ``tokenize`` without offsets or Token objects.
+
+    The pipeline functions (``words``, ``search_keys``, dialect features) use
+    this: building a frozen dataclass per token costs more than the regex.
+
+    >>> [(k.value, t) for k, t in typed_texts("وين الطلب #123")]
+    [('word', 'وين'), ('word', 'الطلب'), ('hashtag', '#123')]
+    """
+    kinds = _KINDS
+    return [(kinds[m.lastgroup], m.group()) for m in _TOKEN_RE.finditer(text)]  # type: ignore[index]
