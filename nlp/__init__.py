@@ -6,6 +6,7 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
+from nlp.clitics import segment
 from nlp.dialect import (
     REGIONS,
     DialectIdentifier,
@@ -16,8 +17,7 @@ from nlp.dialect import (
 from nlp.keys import search_keys, words
 from nlp.normalize import clean, fold
 from nlp.script import Script, detect_script
-from nlp.segment import segment
-from nlp.tokenize import Token, TokenKind, tokenize
+from nlp.tokens import Token, TokenKind, tokenize
 
 __all__ = [
     "REGIONS",

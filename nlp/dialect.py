@@ -27,7 +27,7 @@ import numpy.typing as npt
 from diwaniya.errors import ConfigurationError, InvalidRequest
 from nlp.arabizi import _word_to_arabic, looks_arabizi
 from nlp.normalize import clean, fold
-from nlp.tokenize import TokenKind, typed_texts
+from nlp.tokens import TokenKind, typed_texts
 
 __all__ = [
     "REGIONS",

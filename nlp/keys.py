@@ -10,10 +10,10 @@ enclitics and inflectional suffixes and drops stopwords, so that BM25 sees
 from __future__ import annotations
 
 from nlp.arabizi import _word_to_arabic, looks_arabizi
+from nlp.clitics import light_stem, strip_proclitics
 from nlp.lexicon import STOPWORDS
 from nlp.normalize import clean, fold
-from nlp.segment import light_stem, strip_proclitics
-from nlp.tokenize import TokenKind, typed_texts
+from nlp.tokens import TokenKind, typed_texts
 
 __all__ = ["search_keys", "words"]
 

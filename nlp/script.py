@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from nlp.arabizi import looks_arabizi
-from nlp.tokenize import TokenKind, tokenize
+from nlp.tokens import TokenKind, tokenize
 
 __all__ = ["Script", "detect_script"]
 
