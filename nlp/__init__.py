@@ -6,6 +6,7 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
+from nlp.camel import require_camel_morphology
 from nlp.clitics import segment
 from nlp.dialect import (
     REGIONS,
@@ -32,6 +33,7 @@ __all__ = [
     "fold",
     "load_dialect_identifier",
     "pool_dialects",
+    "require_camel_morphology",
     "search_keys",
     "segment",
     "tokenize",
