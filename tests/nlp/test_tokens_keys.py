@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from nlp import (
     Script,
+    Token,
     TokenKind,
     arabizi_to_arabic,
     detect_script,
@@ -131,3 +132,13 @@ def test_detect_script(text: str, script: Script) -> None:
 )
 def test_arabizi_to_arabic(latin: str, arabic: str) -> None:
     assert fold(arabizi_to_arabic(latin)) == arabic
+
+
+def test_tokens_are_frozen_equal_and_hashable() -> None:
+    import dataclasses
+
+    tok = tokenize("مرحبا")[0]
+    assert tok == Token("مرحبا", TokenKind.WORD, 0, 5)
+    assert hash(tok) == hash(Token("مرحبا", TokenKind.WORD, 0, 5))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tok.text = "x"  # type: ignore[misc]
