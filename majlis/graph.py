@@ -12,7 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 import nlp
 from majlis import culture
-from majlis.models import ChatModel
+from majlis.models import ChatModel, Pricing
 from majlis.nodes import Analyse, PhaseNode, Recall, Remember, Respond
 from majlis.nodes.respond import RegistryFactory
 from majlis.state import ThreadState
@@ -31,6 +31,7 @@ class GraphDeps:
     model: ChatModel
     tools: RegistryFactory
     long_gap: timedelta = timedelta(hours=6)
+    prices: Pricing | None = None
 
 
 def build_graph(
@@ -40,7 +41,8 @@ def build_graph(
     graph.add_node("analyse", Analyse(deps.identifier))
     graph.add_node("phase", PhaseNode(deps.calendar, deps.profile, long_gap=deps.long_gap))
     graph.add_node("recall", Recall(deps.store))
-    graph.add_node("respond", Respond(deps.model, deps.tools, persona=deps.profile.persona_name))
+    graph.add_node("respond", Respond(deps.model, deps.tools, persona=deps.profile.persona_name,
+                                         prices=deps.prices))
     graph.add_node("remember", Remember(deps.store, deps.extractor))
     graph.add_edge(START, "analyse")
     graph.add_edge("analyse", "phase")

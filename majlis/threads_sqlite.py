@@ -60,8 +60,10 @@ class SqliteThreadStore:
         self._write = asyncio.Lock()  # aiosqlite shares one connection: serialise write txns
 
     async def migrate(self) -> None:
-        await self._conn.execute("PRAGMA journal_mode=WAL")
         await self._conn.execute("PRAGMA busy_timeout=5000")
+        # WAL lets readers and the single writer overlap; the switch itself
+        # needs a moment alone, which busy_timeout above waits for.
+        await self._conn.execute("PRAGMA journal_mode=WAL")
         await self._conn.executescript(_DDL)
         await self._conn.commit()
 

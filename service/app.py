@@ -8,6 +8,8 @@ the server, the CLI and the tests alike.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -15,6 +17,7 @@ from datetime import timedelta
 import httpx
 
 import nlp
+from diwaniya.errors import ConfigurationError
 from majlis import culture
 from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
@@ -49,7 +52,7 @@ class App:
             listen=listen or s.listen, reflection=s.reflection,
             max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
             keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
-            drain_grace_s=s.drain_grace_s,
+            drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
         )
         return Server(servicer, self.ready, options, self.draining)
 
@@ -59,14 +62,34 @@ class App:
         await self.persistence.close()
 
 
-def build_model(settings: Settings) -> ChatModel:
+def model_config(settings: Settings) -> ModelConfig | None:
     if not settings.model_base_url:
-        return OfflineResponder()
-    return OpenAICompatibleModel(ModelConfig(
+        return None
+    extra = {"api_key": settings.model_api_key} if settings.model_api_key else {}
+    return ModelConfig(
         base_url=settings.model_base_url, model=settings.model_name,
-        api_key=settings.model_api_key, temperature=settings.model_temperature,
-        max_tokens=settings.model_max_tokens, timeout_s=settings.model_timeout_s,
-    ))
+        temperature=settings.model_temperature, max_tokens=settings.model_max_tokens,
+        timeout_s=settings.model_timeout_s,
+        price_prompt_per_1k=settings.model_price_prompt_per_1k,
+        price_completion_per_1k=settings.model_price_completion_per_1k, **extra,
+    )
+
+
+def build_model(settings: Settings) -> ChatModel:
+    config = model_config(settings)
+    if config is None:
+        return OfflineResponder(keys=nlp.search_keys)
+    return OpenAICompatibleModel(config)
+
+
+def load_webhooks(settings: Settings) -> list[WebhookToolConfig]:
+    if settings.tools_file is None:
+        return []
+    try:
+        raw = json.loads(settings.tools_file.read_text(encoding="utf-8"))
+        return [WebhookToolConfig.model_validate(item) for item in raw]
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"cannot load tools from {settings.tools_file}: {exc}") from exc
 
 
 async def open_persistence(settings: Settings) -> Persistence:
@@ -92,10 +115,16 @@ async def build_app(
         await persistence.close()
         raise
     http = httpx.AsyncClient()
-    calendar = culture.SeasonCalendar(country_offsets=settings.country_offsets)
-    profile = culture.ToneProfile(persona_name=settings.persona_name,
-                                  register_policy=settings.register_policy)
-    hooks = [WebhookTool(cfg, http) for cfg in (webhooks or [])]
+    calendar = culture.SeasonCalendar(country_offsets=settings.country_offsets,
+                                      national_days=settings.national_days or None)
+    profile = culture.ToneProfile(
+        persona_name=settings.persona_name, register_policy=settings.register_policy,
+        formality_floor=settings.formality_floor, greeting_style=settings.greeting_style)
+    # The composition root is the one place allowed to read the environment.
+    secrets = dict(os.environ)
+    hooks = [WebhookTool(cfg, http, secrets=secrets)
+             for cfg in (webhooks if webhooks is not None else load_webhooks(settings))]
+    config = model_config(settings)
     deps = GraphDeps(
         identifier=nlp.load_dialect_identifier(),
         calendar=calendar,
@@ -104,6 +133,7 @@ async def build_app(
         extractor=RuleFactExtractor(),
         model=model or build_model(settings),
         tools=TurnTools(store, hooks),
+        prices=config.pricing() if config else None,
         long_gap=timedelta(hours=settings.long_gap_hours),
     )
     graph = build_graph(deps, persistence.checkpointer)

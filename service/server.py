@@ -31,6 +31,9 @@ class ServerOptions:
     keepalive_time_s: int = 60
     keepalive_timeout_s: int = 20
     drain_grace_s: float = 20.0
+    # How long health reports NOT_SERVING while still serving, so that load
+    # balancers and kube-proxy stop routing here before new RPCs are refused.
+    drain_delay_s: float = 2.0
     readiness_interval_s: float = 5.0
 
 
@@ -88,8 +91,6 @@ class Server:
             await self.health.set(name, status)  # type: ignore[arg-type]
 
     async def _check_ready(self) -> None:
-        if self._draining.is_set():
-            return
         try:
             await asyncio.wait_for(self._ready(), timeout=5)
             await self._set(health_pb2.HealthCheckResponse.SERVING)
@@ -102,15 +103,22 @@ class Server:
             await asyncio.sleep(self._options.readiness_interval_s)
             await self._check_ready()
 
-    async def drain(self, grace: float | None = None) -> None:
+    async def drain(self, grace: float | None = None, *, delay: float | None = None) -> None:
+        """NOT_SERVING → (delay, still serving) → refuse new RPCs → open ones get ``grace``.
+
+        Converse streams end after their running turn; in-flight turns finish.
+        """
         grace = self._options.drain_grace_s if grace is None else grace
-        self._draining.set()
+        delay = self._options.drain_delay_s if delay is None else delay
         if self._watch:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
         await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
-        log.info("draining: NOT_SERVING, waiting up to %.1fs for open streams", grace)
+        log.info("draining: NOT_SERVING for %.1fs, then up to %.1fs for open streams", delay,
+                 grace)
+        await asyncio.sleep(delay)
+        self._draining.set()
         await self._server.stop(grace)
 
     async def wait_for_termination(self) -> None:

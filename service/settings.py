@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     keepalive_time_s: int = Field(default=60, ge=10)
     keepalive_timeout_s: int = Field(default=20, ge=1)
     drain_grace_s: float = Field(default=20.0, ge=0)
+    drain_delay_s: float = Field(default=2.0, ge=0)
     default_turn_timeout_s: float = Field(default=120.0, gt=0)
 
     # --- auth: API key -> tenant. Empty: open mode, every caller is tenant "default".
@@ -66,12 +67,21 @@ class Settings(BaseSettings):
     model_temperature: float = 0.3
     model_max_tokens: int = 512
     model_timeout_s: float = 60.0
+    model_price_prompt_per_1k: float = Field(default=0.0, ge=0)
+    model_price_completion_per_1k: float = Field(default=0.0, ge=0)
+    # JSON list of webhook tool declarations (majlis.tools.WebhookToolConfig);
+    # their auth secrets are named by ``auth_secret_env`` and read from the environment.
+    tools_file: Path | None = None
 
     # --- Majlis -------------------------------------------------------------
     persona_name: str = "ديوانية"
     register_policy: Literal["mirror", "msa"] = "mirror"
+    formality_floor: Literal["formal", "neutral", "casual"] = "neutral"
+    greeting_style: Literal["warm", "brief"] = "warm"
     default_timezone: str = "Asia/Kuwait"
     country_offsets: dict[str, int] = Field(default_factory=dict)
+    # Tenant overrides of the national-days table: {"KW": [[2, 25, "اليوم الوطني"]]}.
+    national_days: dict[str, list[tuple[int, int, str]]] = Field(default_factory=dict)
 
     @field_validator("listen")
     @classmethod

@@ -7,36 +7,34 @@ from typing import Any
 from majlis.events import MemoryCited
 from majlis.nodes._emit import Emitter
 from majlis.state import ThreadState
-from memory import Kind, MemoryStore
+from memory import MemoryStore, recall
 
 
 class Recall:
-    """Searches the user's facts and the tenant's knowledge base with the message.
+    """Gathers the user's own facts and the knowledge-base chunks that bear on the message.
 
-    Facts are the user's own (never another user's); knowledge-base chunks are
-    tenant-wide. Each memory passed on to the reply is announced as a
+    Facts are the user's own (never another user's) and always come along (a
+    name belongs in every turn); knowledge-base chunks are tenant-wide and
+    ranked by the message. Each chunk passed on to the reply is announced as a
     ``memory_cited`` event so the caller can show its sources.
     """
 
-    def __init__(self, store: MemoryStore, *, facts_k: int = 3, docs_k: int = 3,
-                 min_score: float = 0.0) -> None:
+    def __init__(self, store: MemoryStore, *, docs_k: int = 3, max_facts: int = 20) -> None:
         self._store = store
-        self._facts_k = facts_k
         self._docs_k = docs_k
-        self._min_score = min_score
+        self._max_facts = max_facts
 
     async def __call__(self, state: ThreadState) -> dict[str, Any]:
         turn = state["turn"]
         emit = Emitter(turn)
-        tenant, user, text = turn["tenant"], turn["user_id"], turn["text"]
-        facts = await self._store.search(
-            tenant, text, user_id=user, kinds={Kind.FACT, Kind.PREFERENCE}, k=self._facts_k
-        )
-        docs = await self._store.search(tenant, text, kinds={Kind.DOCUMENT}, k=self._docs_k)
-        recalled: list[dict[str, Any]] = []
-        for hit in [*facts, *docs]:
-            if hit.score < self._min_score:
-                continue
+        found = await recall(self._store, turn["tenant"], turn["user_id"], turn["text"],
+                             k_documents=self._docs_k, max_facts=self._max_facts)
+        recalled: list[dict[str, Any]] = [
+            {"id": f.id, "kind": str(f.kind), "title": f.title, "text": f.text,
+             "snippet": f.text, "score": 0.0}
+            for f in found.user_facts
+        ]
+        for hit in found.documents:
             rec = hit.record
             recalled.append({
                 "id": rec.id, "kind": str(rec.kind), "title": rec.title, "text": rec.text,

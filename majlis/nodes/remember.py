@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from majlis.state import ThreadState
-from memory import FactExtractor, MemoryStore
+from memory import FactExtractor, MemoryStore, remember
 
 
 class Remember:
@@ -23,13 +23,9 @@ class Remember:
 
     async def __call__(self, state: ThreadState) -> dict[str, Any]:
         turn = state["turn"]
-        facts = self._extractor.extract(turn["text"])
-        if facts:
-            await self._store.put([
-                f.bind(tenant=turn["tenant"], user_id=turn["user_id"],
+        await remember(self._store, self._extractor, tenant=turn["tenant"],
+                       user_id=turn["user_id"], message=turn["text"],
                        thread_id=turn["thread_id"], turn_id=turn["turn_id"])
-                for f in facts
-            ])
         meta = {"turn_id": turn["turn_id"], "phase": turn["phase"], "dialect": turn["dialect"],
                 "at": turn["at"]}
         messages = [

@@ -12,6 +12,7 @@ from majlis.models import (
     ChatMessage,
     ChatModel,
     ModelRequest,
+    Pricing,
     Recalled,
     ResponderContext,
 )
@@ -35,8 +36,9 @@ class Respond:
     """
 
     def __init__(self, model: ChatModel, tools: RegistryFactory, *, persona: str,
-                 deadline_key: str = "deadline") -> None:
+                 prices: Pricing | None = None, deadline_key: str = "deadline") -> None:
         self._model = model
+        self._prices = prices
         self._tools = tools
         self._persona = persona
         self._deadline_key = deadline_key
@@ -87,7 +89,8 @@ class Respond:
                           thread_id=turn["thread_id"], turn_id=turn["turn_id"],
                           deadline=turn.get(self._deadline_key))
         started = time.monotonic()
-        out = await run_model_turn(self._model, request, registry, ctx, emit)
+        out = await run_model_turn(self._model, request, registry, ctx, emit,
+                                   prices=self._prices)
         usage = out.usage
         return {
             "turn": {

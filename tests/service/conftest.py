@@ -68,7 +68,7 @@ def run_service(settings_for: Callable[..., Settings]
             yield Running(app, server, client, settings)
         finally:
             await client.close()
-            await server.drain(0)
+            await server.drain(0, delay=0)
             await app.close()
 
     return start

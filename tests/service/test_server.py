@@ -103,22 +103,26 @@ async def test_drain_finishes_open_streams_and_refuses_new_ones(
         call = svc.client.send("وين طلبي؟", user_id="u1")
         first = await call.read()
         assert first.HasField("turn_started")
-        drain = asyncio.create_task(svc.server.drain(5.0))
+        drain = asyncio.create_task(svc.server.drain(5.0, delay=0.5))
         await asyncio.sleep(0.1)
         status = await svc.client.health()
-        rest = [e async for e in call]
-        with pytest.raises(grpc.aio.AioRpcError):
-            await collect(svc.client.send("هلا", user_id="u1"))
+        rest = []
+        while (event := await call.read()) is not grpc.aio.EOF:
+            rest.append(event)
         await drain
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await collect(svc.client.send("هلا", user_id="u1"))
     assert status == "NOT_SERVING"
     assert rest[-1].HasField("turn_completed")
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
 def test_sigterm_drains_the_real_process(tmp_path: Path, openai_server: ScriptedOpenAIServer
                                          ) -> None:
     openai_server.push(ScriptedReply.text("لحظة من فضلك أتحقق من الطلب", event_delay_s=0.3))
     env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path), "DIWANIYA_LISTEN": "127.0.0.1:0",
-           "DIWANIYA_MODEL_BASE_URL": openai_server.base_url, "DIWANIYA_DRAIN_GRACE_S": "10"}
+           "DIWANIYA_MODEL_BASE_URL": openai_server.base_url, "DIWANIYA_DRAIN_GRACE_S": "10",
+           "DIWANIYA_DRAIN_DELAY_S": "0.2"}
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "service", "serve"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -133,7 +137,8 @@ def test_sigterm_drains_the_real_process(tmp_path: Path, openai_server: Scripted
                 events = [await call.read()]
                 proc.send_signal(signal.SIGTERM)
                 started = time.monotonic()
-                events += [e async for e in call]
+                while (event := await call.read()) is not grpc.aio.EOF:
+                    events.append(event)
                 return events, started
 
         events, started = asyncio.run(scenario())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import uuid
+
 import grpc
 import pytest
 
@@ -32,13 +34,14 @@ BAD_TURNS = [
 
 @pytest.mark.parametrize(("fields", "expected"), BAD_TURNS)
 async def test_bad_turn_is_invalid_argument(run_service, fields: dict, expected: str) -> None:
-    request = {"user_id": "u1", **fields}
+    user = f"val-{uuid.uuid4().hex[:8]}"  # the PostgreSQL database is shared by the session
+    request = {"user_id": user, **fields}
     async with run_service() as svc:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await collect(svc.client.send(**request))
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert expected in err.value.details()
-        listed = await svc.client.list_threads(user_id="u1")
+        listed = await svc.client.list_threads(user_id=user or "u0")
         assert list(listed.threads) == []  # nothing half-written
 
 

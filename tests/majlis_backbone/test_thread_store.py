@@ -1,0 +1,141 @@
+"""One conformance suite for both ThreadStores: two store objects play two replicas."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from diwaniya.errors import ResourceExhausted, ThreadBusy
+from majlis.threads import ThreadRow, ThreadStore
+from majlis.threads_pg import PostgresThreadStore
+from majlis.threads_sqlite import SqliteThreadStore
+
+T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., Any]:
+    """``async with replicas() as (a, b)``: two stores over one database."""
+
+    @asynccontextmanager
+    async def open_two(max_waiters: int = 8) -> AsyncIterator[tuple[ThreadStore, ThreadStore]]:
+        closers: list[Any] = []
+        stores: list[ThreadStore] = []
+        if request.param == "postgres":
+            dsn = request.getfixturevalue("pg_dsn")
+            for _ in range(2):
+                pool = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False,
+                                           kwargs={"autocommit": True})
+                locks = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False,
+                                            kwargs={"autocommit": True})
+                await pool.open()
+                await locks.open()
+                closers += [pool.close, locks.close]
+                stores.append(PostgresThreadStore(pool, locks, max_waiters=max_waiters))
+        else:
+            for _ in range(2):
+                conn = await aiosqlite.connect(tmp_path / "threads.sqlite3")
+                closers.append(conn.close)
+                stores.append(SqliteThreadStore(conn, lease_ttl_s=3, max_waiters=max_waiters))
+        await asyncio.gather(*(s.migrate() for s in stores))  # concurrent migrations are safe
+        try:
+            yield stores[0], stores[1]
+        finally:
+            for close in closers:
+                await close()
+
+    return open_two
+
+
+def _row(thread_id: str, user: str = "u1", tenant: str = "t1", at: datetime = T0) -> ThreadRow:
+    return ThreadRow(thread_id=thread_id, tenant=tenant, user_id=user, title="", created_at=at,
+                     updated_at=at, turn_count=0)
+
+
+async def test_lock_excludes_across_replicas(replicas, tmp_path: Path) -> None:
+    async with replicas() as (a, b):
+        async with a.lock("th-1", policy="reject", wait_s=0):
+            with pytest.raises(ThreadBusy, match="busy"):
+                async with b.lock("th-1", policy="reject", wait_s=0):
+                    pass
+            async with b.lock("th-2", policy="reject", wait_s=0):
+                pass  # other threads are free
+        async with b.lock("th-1", policy="reject", wait_s=0):
+            pass  # released
+
+
+async def test_enqueue_waits_then_runs_and_is_bounded(replicas) -> None:
+    async with replicas(max_waiters=1) as (a, b):
+        order: list[str] = []
+
+        async def hold() -> None:
+            async with a.lock("th-q", policy="reject", wait_s=0):
+                order.append("a")
+                await asyncio.sleep(0.4)
+
+        task = asyncio.create_task(hold())
+        await asyncio.sleep(0.1)
+        async with b.lock("th-q", policy="enqueue", wait_s=5):
+            order.append("b")
+        await task
+        assert order == ["a", "b"]
+
+        async with a.lock("th-q", policy="reject", wait_s=0):
+            with pytest.raises(ThreadBusy, match="stayed busy"):
+                async with b.lock("th-q", policy="enqueue", wait_s=0.3):
+                    pass
+            waiter = asyncio.create_task(_enter(b, "th-q", 5))
+            await asyncio.sleep(0.1)
+            with pytest.raises(ResourceExhausted, match="waiting"):
+                async with b.lock("th-q", policy="enqueue", wait_s=5):
+                    pass
+        await waiter
+
+
+async def _enter(store: ThreadStore, thread_id: str, wait: float) -> None:
+    async with store.lock(thread_id, policy="enqueue", wait_s=wait):
+        pass
+
+
+async def test_cancelled_holder_releases_the_lock(replicas) -> None:
+    async with replicas() as (a, b):
+        entered = asyncio.Event()
+
+        async def hold() -> None:
+            async with a.lock("th-c", policy="reject", wait_s=0):
+                entered.set()
+                await asyncio.sleep(60)
+
+        task = asyncio.create_task(hold())
+        await entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        async with b.lock("th-c", policy="reject", wait_s=0):
+            pass
+
+
+async def test_registry_ownership_listing_and_delete(replicas) -> None:
+    async with replicas() as (a, b):
+        for i in range(5):
+            await a.create(_row(f"th-{i}", at=T0 + timedelta(minutes=i)))
+        await a.create(_row("other-user", user="u2"))
+        await a.create(_row("other-tenant", tenant="t2"))
+        await b.record_turn("th-0", at=T0 + timedelta(hours=1), title="هلا والله")
+        got = await b.get("t1", "th-0")
+        assert got is not None and got.turn_count == 1 and got.title == "هلا والله"
+        assert await b.get("t2", "th-0") is None
+        page = await b.list("t1", "u1", limit=3, after=None)
+        assert [r.thread_id for r in page] == ["th-0", "th-4", "th-3"]
+        rest = await b.list("t1", "u1", limit=3, after=(page[-1].updated_at, page[-1].thread_id))
+        assert [r.thread_id for r in rest] == ["th-2", "th-1"]
+        assert await a.delete("t1", "th-0") and not await a.delete("t1", "th-0")
+        assert await b.get("t1", "th-0") is None
