@@ -15,12 +15,13 @@ import base64
 import binascii
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from zoneinfo import ZoneInfo
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from diwaniya.errors import DeadlineExceeded, InvalidRequest, NotFound
@@ -38,7 +39,7 @@ REPLAY_SCAN = 400
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    limits: Limits = Limits()
+    limits: Limits = field(default_factory=Limits)
     policy: Literal["reject", "enqueue"] = "reject"
     enqueue_wait_s: float = 30.0
     turn_timeout_s: float = 120.0
@@ -84,7 +85,7 @@ class ConversationEngine:
     # ------------------------------------------------------------------ turns
     async def run_turn(
         self, request: TurnRequest, *, timeout_s: float | None = None
-    ) -> AsyncIterator[Envelope]:
+    ) -> AsyncGenerator[Envelope, None]:
         """Run one turn and stream its events; or replay it if ``request_id`` was seen.
 
         Raises before the first event: InvalidRequest, NotFound, ThreadBusy,
@@ -109,7 +110,7 @@ class ConversationEngine:
                 thread_id=thread_id, tenant=req.tenant, user_id=req.user_id, title="",
                 created_at=at, updated_at=at, turn_count=0,
             ))
-        config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         wait = min(self._config.enqueue_wait_s, max(0.0, deadline - time.monotonic()))
         async with self._db.threads.lock(thread_id, policy=self._config.policy, wait_s=wait):
             if req.request_id:
@@ -122,14 +123,14 @@ class ConversationEngine:
             turn_id = uuid.uuid4().hex
             seq = 0
 
-            def envelope(event: Event) -> Envelope:
+            def numbered(event: Event) -> Envelope:
                 nonlocal seq
                 seq += 1
                 return Envelope(thread_id=thread_id, turn_id=turn_id, seq=seq, event=event)
 
             started = TurnStarted(user_text=req.text, request_id=req.request_id)
-            yield envelope(started)
-            turn_input = {"turn": {
+            yield numbered(started)
+            turn_input: dict[str, Any] = {"turn": {
                 "reset": True, "turn_id": turn_id, "request_id": req.request_id,
                 "tenant": req.tenant, "user_id": req.user_id, "thread_id": thread_id,
                 "text": req.text, "at": at.isoformat(), "tz": tz, "country": req.country,
@@ -142,7 +143,8 @@ class ConversationEngine:
                     async for chunk in self._graph.astream(
                         turn_input, config, stream_mode="custom", durability="exit"
                     ):
-                        yield envelope(chunk)
+                        # Nodes write only majlis.events dataclasses to the custom stream.
+                        yield numbered(cast(Event, chunk))
             except TimeoutError:
                 raise DeadlineExceeded(
                     f"the turn did not finish within its {timeout:.0f}s deadline; nothing was "
@@ -152,7 +154,7 @@ class ConversationEngine:
             values = final.values
             turn = values["turn"]
             await self._db.threads.record_turn(thread_id, at=at, title=req.text[:TITLE_CHARS])
-            yield envelope(TurnCompleted(
+            yield numbered(TurnCompleted(
                 text=turn["reply"], phase=turn["phase"], dialect=turn["dialect"],
                 dialect_confidence=turn.get("dialect_confidence", 0.0),
                 script=turn.get("script", ""),
@@ -160,7 +162,7 @@ class ConversationEngine:
             ))
 
     async def _replay(
-        self, thread_id: str, request_id: str, done: dict[str, Any], config: dict[str, Any]
+        self, thread_id: str, request_id: str, done: dict[str, Any], config: RunnableConfig
     ) -> AsyncIterator[Envelope]:
         turn_id = done["turn_id"]
         seq = 0

@@ -126,7 +126,7 @@ Event = (
 )
 
 _BY_KIND: dict[str, type[Any]] = {
-    cls.__dataclass_fields__["kind"].default: cls
+    str(cls.__dataclass_fields__["kind"].default): cls
     for cls in (
         TurnStarted,
         PhaseChanged,
@@ -152,7 +152,8 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     """Inverse of :func:`event_to_dict`; unknown keys are ignored."""
     cls = _BY_KIND[data["kind"]]
     names = {f for f in cls.__dataclass_fields__}
-    return cls(**{k: v for k, v in data.items() if k in names})  # type: ignore[no-any-return]
+    event: Event = cls(**{k: v for k, v in data.items() if k in names})
+    return event
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ under an advisory lock, because LangGraph's own ``setup()`` races on its
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +65,7 @@ async def migrate_postgres(dsn: str, *, prepare_threshold: int | None) -> None:
     ) as conn:
         await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
         try:
-            await AsyncPostgresSaver(conn).setup()  # type: ignore[arg-type]
+            await AsyncPostgresSaver(conn).setup()
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
@@ -101,12 +102,12 @@ async def open_postgres(
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
     if migrate:
         await threads.migrate()
-    saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+    saver = AsyncPostgresSaver(pool)
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close])
 
 
 async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8) -> Persistence:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     path = data_dir / "threads.sqlite3"
     saver_conn = await aiosqlite.connect(path)
     await saver_conn.execute("PRAGMA journal_mode=WAL")

@@ -70,7 +70,8 @@ class WaiterCounter:
         n = self._waiting.get(thread_id, 0)
         if n >= self._max:
             raise ResourceExhausted(
-                f"thread {thread_id} already has {n} turns waiting; retry after the current ones finish"
+                f"thread {thread_id} already has {n} turns waiting; "
+                "retry after the current ones finish"
             )
         self._waiting[thread_id] = n + 1
         try:
@@ -96,7 +97,7 @@ def busy_error(thread_id: str, waited: float | None = None) -> ThreadBusy:
 
 
 async def acquire_polling(
-    try_acquire: Callable[[], "asyncio.Future[bool] | object"],
+    try_acquire: Callable[[], asyncio.Future[bool] | object],
     thread_id: str,
     *,
     policy: Policy,

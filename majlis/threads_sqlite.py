@@ -112,7 +112,8 @@ class SqliteThreadStore:
     async def delete(self, tenant: str, thread_id: str) -> bool:
         async with self._write:
             cur = await self._conn.execute(
-                "DELETE FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?", (tenant, thread_id)
+                "DELETE FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?",
+                (tenant, thread_id),
             )
             await self._conn.commit()
             return cur.rowcount > 0
@@ -136,7 +137,8 @@ class SqliteThreadStore:
             await asyncio.sleep(self._ttl / 3)
             async with self._write:
                 await self._conn.execute(
-                    "UPDATE diwaniya_thread_leases SET expires_at = ? WHERE thread_id = ? AND owner = ?",
+                    "UPDATE diwaniya_thread_leases SET expires_at = ?"
+                    " WHERE thread_id = ? AND owner = ?",
                     (time.time() + self._ttl, thread_id, owner),
                 )
                 await self._conn.commit()

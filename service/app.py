@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
-
+from typing import Any
 
 import httpx
 
@@ -65,7 +65,7 @@ class App:
 def model_config(settings: Settings) -> ModelConfig | None:
     if not settings.model_base_url:
         return None
-    extra = {"api_key": settings.model_api_key} if settings.model_api_key else {}
+    extra: dict[str, Any] = {"api_key": settings.model_api_key} if settings.model_api_key else {}
     return ModelConfig(
         base_url=settings.model_base_url, model=settings.model_name,
         temperature=settings.model_temperature, max_tokens=settings.model_max_tokens,

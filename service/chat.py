@@ -1,7 +1,8 @@
-"""``diwaniya chat``: an interactive streaming REPL, or one turn as JSON lines (``--once … --json``)."""
+"""``diwaniya chat``: a streaming REPL, or one turn as JSON lines (``--once … --json``)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import uuid
@@ -66,7 +67,7 @@ async def repl(client: DiwaniyaClient, *, user_id: str, thread_id: str, country:
     print("ديوانية — اكتب رسالتك (Ctrl-D للخروج)")
     while True:
         try:
-            text = input("› ")
+            text = await asyncio.to_thread(input, "› ")
         except EOFError:
             print()
             return 0

@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--user", default="cli-user", help="user id (default cli-user)")
     chat.add_argument("--country", default="", help="ISO 3166-1 alpha-2, e.g. KW")
     chat.add_argument("--timezone", default="", help="IANA zone, e.g. Asia/Riyadh")
-    chat.add_argument("--client-time", default="", help="ISO 8601 instant, e.g. 2027-02-25T09:00:00+03:00")
+    chat.add_argument("--client-time", default="",
+                      help="ISO 8601 instant, e.g. 2027-02-25T09:00:00+03:00")
     chat.add_argument("--target", default="", help="HOST:PORT of the server")
     chat.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
     chat.add_argument("--json", action="store_true", help="print every event as one JSON line")
@@ -115,7 +116,8 @@ async def _kb(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.kb_command == "ingest":
             report = await kb.ingest_files(store, args.tenant, args.files)
-            print(json.dumps({"documents": report.documents, "chunks_written": report.chunks_written,
+            print(json.dumps({"documents": report.documents,
+                              "chunks_written": report.chunks_written,
                               "chunks_removed": report.chunks_removed}, ensure_ascii=False))
         elif args.kb_command == "search":
             for hit in await kb.search(store, args.tenant, args.query, k=args.k):

@@ -35,7 +35,9 @@ class DiwaniyaClient:
     async def __aenter__(self) -> DiwaniyaClient:
         return self
 
-    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+    async def __aexit__(
+        self, *exc: type[BaseException] | BaseException | TracebackType | None
+    ) -> None:
         await self.close()
 
     async def close(self) -> None:
@@ -55,27 +57,27 @@ class DiwaniyaClient:
     def send(self, text: str, *, user_id: str, thread_id: str = "", request_id: str = "",
              country: str = "", timezone: str = "", client_time: datetime | None = None,
              timeout_s: float | None = None) -> AsyncIterator[pb.TurnEvent]:
-        """One turn; iterate the returned call for its events (``grpc.aio.AioRpcError`` on failure)."""
+        """One turn; iterate the returned call for its events (raises ``grpc.aio.AioRpcError``)."""
         request = self.message(text, user_id=user_id, thread_id=thread_id, request_id=request_id,
                                country=country, timezone=timezone, client_time=client_time)
-        return self._stub.SendMessage(request, metadata=self._metadata,  # type: ignore[no-any-return]
+        return self._stub.SendMessage(request, metadata=self._metadata,
                                       timeout=timeout_s or self._timeout)
 
     def converse(self, messages: AsyncIterator[pb.ClientMessage]) -> AsyncIterator[pb.TurnEvent]:
-        return self._stub.Converse(messages, metadata=self._metadata)  # type: ignore[no-any-return]
+        return self._stub.Converse(messages, metadata=self._metadata)
 
     async def get_thread(self, thread_id: str, *, user_id: str) -> pb.Thread:
-        return await self._stub.GetThread(  # type: ignore[no-any-return]
+        return await self._stub.GetThread(
             pb.GetThreadRequest(thread_id=thread_id, user_id=user_id), metadata=self._metadata)
 
     async def list_threads(self, *, user_id: str, page_size: int = 20,
                            page_token: str = "") -> pb.ListThreadsResponse:
-        return await self._stub.ListThreads(  # type: ignore[no-any-return]
+        return await self._stub.ListThreads(
             pb.ListThreadsRequest(user_id=user_id, page_size=page_size, page_token=page_token),
             metadata=self._metadata)
 
     async def delete_thread(self, thread_id: str, *, user_id: str) -> pb.DeleteThreadResponse:
-        return await self._stub.DeleteThread(  # type: ignore[no-any-return]
+        return await self._stub.DeleteThread(
             pb.DeleteThreadRequest(thread_id=thread_id, user_id=user_id), metadata=self._metadata)
 
     async def health(self, service: str = "") -> str:

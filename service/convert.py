@@ -46,7 +46,8 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
     e = envelope.event
     match e:
         case ev.TurnStarted():
-            out.turn_started.CopyFrom(pb.TurnStarted(request_id=e.request_id, user_text=e.user_text))
+            out.turn_started.CopyFrom(
+                pb.TurnStarted(request_id=e.request_id, user_text=e.user_text))
         case ev.PhaseChanged():
             out.phase_changed.CopyFrom(
                 pb.PhaseChanged(previous=e.previous, current=e.current, new_cycle=e.new_cycle))
@@ -80,7 +81,9 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
     return out
 
 
-def error_event(thread_id: str, code: str, message: str, *, retryable: bool = False) -> pb.TurnEvent:
+def error_event(
+    thread_id: str, code: str, message: str, *, retryable: bool = False
+) -> pb.TurnEvent:
     return pb.TurnEvent(thread_id=thread_id, error=pb.Error(code=code, message=message,
                                                             retryable=retryable))
 

@@ -88,13 +88,13 @@ class Server:
 
     async def _set(self, status: int) -> None:
         for name in ("", SERVICE_NAME):
-            await self.health.set(name, status)  # type: ignore[arg-type]
+            await self.health.set(name, status)
 
     async def _check_ready(self) -> None:
         try:
             await asyncio.wait_for(self._ready(), timeout=5)
             await self._set(health_pb2.HealthCheckResponse.SERVING)
-        except Exception as exc:  # noqa: BLE001 — any failure means not ready
+        except Exception as exc:
             log.warning("not ready: %s", exc)
             await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
 

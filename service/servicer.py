@@ -53,7 +53,7 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         return remaining if remaining is not None and remaining < 1e8 else None
 
     # ------------------------------------------------------------- turns
-    async def SendMessage(  # noqa: N802 (gRPC method name)
+    async def SendMessage(
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[pb.TurnEvent]:
         try:
@@ -64,10 +64,10 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
             ) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)
-        except Exception as exc:  # noqa: BLE001 — translated at this one boundary
+        except Exception as exc:
             await self._abort(context, exc)
 
-    async def Converse(  # noqa: N802
+    async def Converse(
         self, request_iterator: AsyncIterator[pb.ClientMessage],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[pb.TurnEvent]:
@@ -78,7 +78,7 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         """
         try:
             tenant = self._tenant(context)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             await self._abort(context, exc)
             return
         inbox: asyncio.Queue[pb.SendMessageRequest | None] = asyncio.Queue(CONVERSE_INBOX)
@@ -137,18 +137,18 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
                                  return_exceptions=True)
 
     # ----------------------------------------------------------- threads
-    async def GetThread(  # noqa: N802
+    async def GetThread(
         self, request: pb.GetThreadRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.Thread:
         try:
             tenant = self._tenant(context)
             view = await self._engine.get_thread(tenant, request.user_id, request.thread_id)
             return convert.thread(view)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             await self._abort(context, exc)
             raise
 
-    async def ListThreads(  # noqa: N802
+    async def ListThreads(
         self, request: pb.ListThreadsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListThreadsResponse:
         try:
@@ -157,17 +157,17 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
                 tenant, request.user_id, page_size=request.page_size, page_token=request.page_token)
             return pb.ListThreadsResponse(threads=[convert.summary(r) for r in rows],
                                           next_page_token=token)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             await self._abort(context, exc)
             raise
 
-    async def DeleteThread(  # noqa: N802
+    async def DeleteThread(
         self, request: pb.DeleteThreadRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.DeleteThreadResponse:
         try:
             tenant = self._tenant(context)
             erased = await self._engine.delete_thread(tenant, request.user_id, request.thread_id)
             return pb.DeleteThreadResponse(deleted=True, memories_erased=erased)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             await self._abort(context, exc)
             raise

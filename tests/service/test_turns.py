@@ -47,7 +47,7 @@ async def test_thread_survives_a_server_restart(run_service) -> None:
         thread_id = first[-1].thread_id
     async with run_service() as svc:
         thread = await svc.client.get_thread(thread_id, user_id="u1")
-        assert [m.text for m in thread.messages][0] == "صباح الخير"
+        assert thread.messages[0].text == "صباح الخير"
         more = await collect(svc.client.send("عندي مشكلة في الطلب", user_id="u1",
                                              thread_id=thread_id))
         assert more[-1].HasField("turn_completed")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import uuid
+from datetime import UTC, datetime
 
 import grpc
 import pytest
