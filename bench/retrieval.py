@@ -13,6 +13,11 @@ the same run two anchors are measured on the same data:
 * ``fts5_unicode61``: SQLite FTS5 ``unicode61`` over raw title+text, OR query
   of the raw words, ranked by ``bm25()``.
 
+``--distractors N`` adds N unrelated Arabic texts (dialect tweets from
+../shared/data, cycled) to our stores' knowledge base after the corpus: the
+answer must still be found in a bigger haystack, which also checks that the
+PostgreSQL store's candidate pruning holds up as the table grows.
+
 Prints a table, writes ``bench/results/<out>.json``, and prints one JSON
 object as the last line.  PostgreSQL work happens in a database this script
 creates and drops.
@@ -40,7 +45,14 @@ from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
 
 import asyncpg  # noqa: E402
 
-from memory import MemoryStore, PostgresMemoryStore, SqliteMemoryStore, kb  # noqa: E402
+from memory import (  # noqa: E402
+    Kind,
+    MemoryStore,
+    NewRecord,
+    PostgresMemoryStore,
+    SqliteMemoryStore,
+    kb,
+)
 from memory.keys import default_keys  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,6 +86,20 @@ async def run(name: str, ranker: Ranker, queries: Sequence[dict]) -> dict[str, f
     rankings = [await ranker(q["text"]) for q in queries]
     elapsed = time.perf_counter() - started
     return {**score(rankings, queries), "ms_per_query": round(1000 * elapsed / len(queries), 2)}
+
+
+async def add_distractors(store: MemoryStore, count: int) -> None:
+    texts: list[str] = []
+    for path in sorted(DATA.glob("dialect_*.tsv")):
+        lines = path.read_text(encoding="utf-8").splitlines()[1:]
+        texts.extend(line.split("\t")[1] for line in lines if line.count("\t") >= 1)
+    batch: list[NewRecord] = []
+    for i in range(count):
+        batch.append(NewRecord(tenant=TENANT, kind=Kind.DOCUMENT, id=f"noise{i}",
+                               doc_id=f"noise{i}", text=texts[i % len(texts)]))
+        if len(batch) == 2_000 or i == count - 1:
+            await store.put(batch)
+            batch = []
 
 
 def store_ranker(store: MemoryStore) -> Ranker:
@@ -135,6 +161,8 @@ async def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--store", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/postgres",
                         help="admin DSN; a scratch database is created and dropped")
+    parser.add_argument("--distractors", type=int, default=0,
+                        help="unrelated texts added to our stores after the corpus")
     parser.add_argument("--out", default=None, help="results name (default retrieval_<corpus>)")
     args = parser.parse_args(argv)
 
@@ -150,6 +178,7 @@ async def main(argv: Sequence[str] | None = None) -> dict:
             await store.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(store, TENANT, [args.corpus])
+            await add_distractors(store, args.distractors)
             timings["sqlite_ingest_s"] = round(time.perf_counter() - t0, 2)
             results["memory_sqlite"] = await run("sqlite", store_ranker(store), queries)
             await store.close()
@@ -168,6 +197,7 @@ async def main(argv: Sequence[str] | None = None) -> dict:
             await pg.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(pg, TENANT, [args.corpus])
+            await add_distractors(pg, args.distractors)
             timings["postgres_ingest_s"] = round(time.perf_counter() - t0, 2)
             results["memory_postgres"] = await run("postgres", store_ranker(pg), queries)
             await pg.close()
@@ -176,13 +206,15 @@ async def main(argv: Sequence[str] | None = None) -> dict:
         await admin.close()
 
     cols = ["recall@1", "recall@5", "recall@10", "mrr@10", "ms_per_query"]
-    print(f"{args.corpus.name}: {len(corpus)} passages, {len(queries)} queries")
+    print(f"{args.corpus.name}: {len(corpus)} passages (+{args.distractors} distractors"
+          f" in our stores), {len(queries)} queries")
     print(f"{'system':<20}" + "".join(f"{c:>14}" for c in cols))
     for system, row in results.items():
         print(f"{system:<20}" + "".join(f"{row[c]:>14}" for c in cols))
     summary = {"corpus": args.corpus.name, "passages": len(corpus), "queries": len(queries),
-               "results": results, **timings}
-    result_name = args.out or "retrieval_" + args.corpus.name.split(".")[0]
+               "distractors": args.distractors, "results": results, **timings}
+    result_name = args.out or "retrieval_" + args.corpus.name.split(".")[0] + (
+        f"_distractors{args.distractors}" if args.distractors else "")
     out = ROOT / "bench" / "results" / f"{result_name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

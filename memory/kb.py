@@ -15,13 +15,21 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from diwaniya.errors import InvalidRequest
 from memory.chunking import Chunk, DocFormat, chunk_document
 from memory.records import Kind, NewRecord, SearchHit
 from memory.store import MemoryStore
 
-__all__ = ["IngestReport", "delete_documents", "ingest_files", "read_documents", "search"]
+__all__ = [
+    "IngestReport",
+    "delete_documents",
+    "hit_as_dict",
+    "ingest_files",
+    "read_documents",
+    "search",
+]
 
 # Rows per put(): large enough to amortise a round trip, small enough that
 # one transaction's term-statistics update stays short.
@@ -120,3 +128,19 @@ async def delete_documents(store: MemoryStore, tenant: str, doc_ids: Iterable[st
     for doc_id in doc_ids:
         removed += await store.delete_document(tenant, doc_id)
     return removed
+
+
+def hit_as_dict(hit: SearchHit) -> dict[str, Any]:
+    """A JSON-ready view of one hit for ``diwaniya kb search`` output.
+
+    >>> # {"doc_id": "policy.md", "chunk_id": "policy.md#1", "score": 7.41,
+    >>> #  "title": "سياسة المتجر › الاسترجاع", "snippet": "… [[إرجاع]] المنتج …"}
+    """
+    rec = hit.record
+    return {
+        "doc_id": rec.doc_id,
+        "chunk_id": rec.id,
+        "score": round(hit.score, 4),
+        "title": rec.title,
+        "snippet": hit.snippet,
+    }

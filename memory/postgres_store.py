@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -28,7 +29,7 @@ import asyncpg
 from diwaniya.errors import Unavailable
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
-from memory.terms import KeyFunction, query_terms
+from memory.terms import MAX_K, KeyFunction, search_terms
 from memory.text_keys import record_terms
 
 __all__ = ["PostgresMemoryStore"]
@@ -207,8 +208,18 @@ class PostgresMemoryStore:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
         return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget)
 
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection; a lost or unreachable database becomes Unavailable."""
+        try:
+            async with self._pool.acquire() as conn:
+                yield conn
+        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                asyncpg.CannotConnectNowError) as exc:
+            raise Unavailable(f"the memory database is unavailable: {exc}") from exc
+
     async def setup(self) -> None:
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._conn() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
             await conn.execute(_SCHEMA)
 
@@ -230,7 +241,7 @@ class PostgresMemoryStore:
                 col.append(value)
         tenants, ids = cols[0], cols[1]
         where = "(r.tenant, r.id) IN (SELECT * FROM unnest($2::text[], $3::text[]))"
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._conn() as conn, conn.transaction():
             await _lock_tenants(conn, tenants)
             await _apply_delta(conn, -1, where, tenants, ids)
             rows = await conn.fetch(_UPSERT, *cols)
@@ -240,7 +251,8 @@ class PostgresMemoryStore:
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         sql = f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.id = $2"
-        row = await self._pool.fetchrow(sql, tenant, record_id)
+        async with self._conn() as conn:
+            row = await conn.fetchrow(sql, tenant, record_id)
         return _record(row) if row else None
 
     async def search(
@@ -252,10 +264,11 @@ class PostgresMemoryStore:
         kinds: Collection[Kind] | None = None,
         k: int = 5,
     ) -> list[SearchHit]:
-        terms = query_terms(self._keys(query))
+        terms = search_terms(query, self._keys)
+        k = min(k, MAX_K)
         if not terms or k <= 0:
             return []
-        async with self._pool.acquire() as conn:
+        async with self._conn() as conn:
             stats = await conn.fetch(_QUERY_LEXEMES, tenant, " ".join(terms))
             known = [(row[0], int(row[1])) for row in stats if row[1] > 0]
             if not known:
@@ -287,12 +300,13 @@ class PostgresMemoryStore:
             " AND r.kind = ANY($3::text[]) ORDER BY r.updated_at DESC, r.id LIMIT $4"
         )
         kind_list = [Kind(x).value for x in (kinds or list(Kind))]
-        rows = await self._pool.fetch(sql, tenant, user_id, kind_list, limit)
+        async with self._conn() as conn:
+            rows = await conn.fetch(sql, tenant, user_id, kind_list, limit)
         return [_record(row) for row in rows]
 
     async def _delete(self, where: str, *args: Any) -> int:
         tenant = args[0]
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with self._conn() as conn, conn.transaction():
             await _lock_tenants(conn, [tenant])
             await _apply_delta(conn, -1, where, *args)
             # ``where`` numbers its parameters from $2 ($1 is the delta's sign);

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Collection, Sequence
+import sqlite3
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ import aiosqlite
 from diwaniya.errors import Unavailable
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
-from memory.terms import KeyFunction, query_terms
+from memory.terms import MAX_K, KeyFunction, search_terms
 from memory.text_keys import record_terms
 
 __all__ = ["SqliteMemoryStore"]
@@ -99,6 +101,11 @@ LIMIT ?
 class SqliteMemoryStore:
     """:class:`memory.MemoryStore` over an SQLite file (FTS5, via aiosqlite).
 
+    Known difference from PostgreSQL: FTS5 keeps one set of corpus statistics
+    for the whole file, so IDF is computed over all tenants' rows together.
+    Rows stay strictly isolated; only the weights are shared.  The embedded
+    store serves one deployment, where that is normally a single tenant.
+
     >>> store = SqliteMemoryStore(Path("data/memory.sqlite3"), keys=search_keys)  # doctest: +SKIP
     """
 
@@ -110,6 +117,21 @@ class SqliteMemoryStore:
         # One connection, many coroutines: the lock keeps one coroutine's
         # transaction from swallowing another's statements.
         self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def _locked(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection, held exclusively; a locked or broken file becomes Unavailable."""
+        async with self._lock:
+            db = await self._conn()
+            try:
+                yield db
+            except BaseException as exc:
+                # Never leave a half-written batch open for the next caller.
+                if db.in_transaction:
+                    await db.rollback()
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise Unavailable(f"the memory database is unavailable: {exc}") from exc
+                raise
 
     async def _conn(self) -> aiosqlite.Connection:
         if self._db is None:
@@ -125,8 +147,7 @@ class SqliteMemoryStore:
         return self._db
 
     async def setup(self) -> None:
-        async with self._lock:
-            db = await self._conn()
+        async with self._locked() as db:
             await db.executescript(_SCHEMA)
             await db.commit()
 
@@ -143,16 +164,15 @@ class SqliteMemoryStore:
             )
             for r in ready
         ]
-        async with self._lock:
-            db = await self._conn()
+        async with self._locked() as db:
             await db.executemany(_UPSERT, rows)
             await db.commit()
             stored = [await self._get(db, r.tenant, r.id or "") for r in ready]
         return [s for s in stored if s is not None]
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
-        async with self._lock:
-            return await self._get(await self._conn(), tenant, record_id)
+        async with self._locked() as db:
+            return await self._get(db, tenant, record_id)
 
     async def _get(
         self, db: aiosqlite.Connection, tenant: str, record_id: str
@@ -171,15 +191,15 @@ class SqliteMemoryStore:
         kinds: Collection[Kind] | None = None,
         k: int = 5,
     ) -> list[SearchHit]:
-        terms = query_terms(self._keys(query))
+        terms = search_terms(query, self._keys)
+        k = min(k, MAX_K)
         if not terms or k <= 0:
             return []
         # Each term is a quoted FTS5 string: inside quotes only '"' is special
         # and it is doubled; word-run terms never contain one anyway.
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
-        async with self._lock:
-            db = await self._conn()
+        async with self._locked() as db:
             async with db.execute(_SEARCH, (match, tenant, user_id, kind_list, k)) as cur:
                 rows = list(await cur.fetchall())
         wanted = set(terms)
@@ -201,14 +221,12 @@ class SqliteMemoryStore:
             " LIMIT ?"
         )
         kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
-        async with self._lock:
-            db = await self._conn()
+        async with self._locked() as db:
             async with db.execute(sql, (tenant, user_id, kind_list, limit)) as cur:
                 return [_record(row) for row in await cur.fetchall()]
 
     async def _delete(self, where: str, args: tuple[Any, ...]) -> int:
-        async with self._lock:
-            db = await self._conn()
+        async with self._locked() as db:
             cur = await db.execute(f"DELETE FROM memory_records WHERE {where}", args)
             await db.commit()
             return cur.rowcount

@@ -12,7 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_QUERY_TERMS", "KeyFunction", "indexable_terms", "query_terms", "whitespace_keys"]
+__all__ = [
+    "MAX_K",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_TERMS",
+    "KeyFunction",
+    "indexable_terms",
+    "query_terms",
+    "search_terms",
+    "whitespace_keys",
+]
 
 KeyFunction = Callable[[str], list[str]]
 
@@ -20,6 +29,11 @@ KeyFunction = Callable[[str], list[str]]
 # into a 2,000-term OR query.  The first distinct terms are the user's own
 # opening words, usually the most specific ones.
 MAX_QUERY_TERMS = 64
+# Only the head of a pasted wall of text is analysed: 64 distinct terms come
+# from far fewer characters, and the key function's cost grows with length.
+MAX_QUERY_CHARS = 4_000
+# Results per search; a caller asking for more gets this many.
+MAX_K = 100
 # Anything longer than this is not a word but a pasted blob (base64, URLs).
 _MAX_TERM_CHARS = 64
 
@@ -58,6 +72,15 @@ def query_terms(keys: Iterable[str], limit: int = MAX_QUERY_TERMS) -> list[str]:
         if len(seen) >= limit:
             break
     return list(seen)
+
+
+def search_terms(query: str, keys: KeyFunction) -> list[str]:
+    """The safe, bounded terms of a user's query, via the same key function as indexing.
+
+    >>> search_terms("سياسة (الاسترجاع) | !", whitespace_keys)
+    ['سياسة', 'الاسترجاع']
+    """
+    return query_terms(keys(query[:MAX_QUERY_CHARS]))
 
 
 def whitespace_keys(text: str) -> list[str]:

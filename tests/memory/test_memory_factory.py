@@ -1,0 +1,54 @@
+"""open_store picks the backend like the checkpointer; PostgreSQL setup races safely."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import asyncpg
+
+from memory import Kind, NewRecord, PostgresMemoryStore, SqliteMemoryStore, open_store
+from memory.terms import whitespace_keys
+
+
+async def test_no_database_url_means_an_sqlite_file_where_asked(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "memory.sqlite3"
+    store = await open_store(None, sqlite_path=path, keys=whitespace_keys)
+    try:
+        assert isinstance(store, SqliteMemoryStore)
+        await store.put([NewRecord(tenant="t", kind=Kind.DOCUMENT, text="ساعات العمل")])
+        assert path.exists()
+    finally:
+        await store.close()
+
+
+async def test_database_url_means_postgres_and_replicas_can_migrate_at_once(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    # A brand-new database and four replicas running setup() concurrently:
+    # without the advisory lock, CREATE ... IF NOT EXISTS races and fails.
+    admin_dsn = pg_dsn.rsplit("/", 1)[0] + "/postgres"
+    name = f"diwaniya_mem_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(admin_dsn)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
+    stores: list[PostgresMemoryStore] = []
+    try:
+        stores = list(await asyncio.gather(*(
+            PostgresMemoryStore.connect(dsn, keys=whitespace_keys, max_size=1) for _ in range(4)
+        )))
+        await asyncio.gather(*(s.setup() for s in stores))
+        via_factory = await open_store(
+            dsn.replace("postgresql://", "postgresql+psycopg://"), sqlite_path=tmp_path / "x",
+            keys=whitespace_keys,
+        )
+        assert isinstance(via_factory, PostgresMemoryStore)
+        await via_factory.put([NewRecord(tenant="t", kind=Kind.DOCUMENT, text="ساعات العمل")])
+        assert await stores[0].search("t", "العمل")
+        stores.append(via_factory)
+    finally:
+        for s in stores:
+            await s.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
