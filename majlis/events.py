@@ -70,6 +70,7 @@ class MemoryCited:
     title: str = ""
     snippet: str = ""
     score: float = 0.0
+    quoted: bool = False  # the reply quotes it (False: it was given to the reply as context)
     kind: Literal["memory_cited"] = "memory_cited"
 
 

@@ -65,7 +65,7 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
         case ev.MemoryCited():
             out.memory_cited.CopyFrom(pb.MemoryCited(
                 memory_id=e.memory_id, kind=e.memory_kind, title=e.title, snippet=e.snippet,
-                score=e.score))
+                score=e.score, quoted=e.quoted))
         case ev.Usage():
             out.usage.CopyFrom(pb.Usage(model=e.model, prompt_tokens=e.prompt_tokens,
                                         completion_tokens=e.completion_tokens, cost_usd=e.cost_usd))

@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x64iwaniya/v1/conversations.proto\x12\x0b\x64iwaniya.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x01\n\x12SendMessageRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\x0f\n\x07\x63ountry\x18\x05 \x01(\t\x12\x10\n\x08timezone\x18\x06 \x01(\t\x12/\n\x0b\x63lient_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x08register\x18\x08 \x01(\x0e\x32\x15.diwaniya.v1.Register\"\x19\n\x06\x43\x61ncel\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"r\n\rClientMessage\x12\x32\n\x07message\x18\x01 \x01(\x0b\x32\x1f.diwaniya.v1.SendMessageRequestH\x00\x12%\n\x06\x63\x61ncel\x18\x02 \x01(\x0b\x32\x13.diwaniya.v1.CancelH\x00\x42\x06\n\x04kind\"4\n\x0bTurnStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\tuser_text\x18\x02 \x01(\t\"D\n\x0cPhaseChanged\x12\x10\n\x08previous\x18\x01 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x02 \x01(\t\x12\x11\n\tnew_cycle\x18\x03 \x01(\x08\"\x19\n\tTextDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\"A\n\x08ToolCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"\\\n\nToolResult\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\n\n\x02ok\x18\x03 \x01(\x08\x12\x14\n\x0c\x63ontent_json\x18\x04 \x01(\t\x12\r\n\x05\x65rror\x18\x05 \x01(\t\"Y\n\x10\x41pprovalRequired\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"]\n\x0bMemoryCited\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0f\n\x07snippet\x18\x04 \x01(\t\x12\r\n\x05score\x18\x05 \x01(\x01\"Z\n\x05Usage\x12\r\n\x05model\x18\x01 \x01(\t\x12\x15\n\rprompt_tokens\x18\x02 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x03 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x04 \x01(\x01\"-\n\x07Handoff\x12\x12\n\nsummary_ar\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x92\x01\n\rTurnCompleted\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05phase\x18\x02 \x01(\t\x12\x0f\n\x07\x64ialect\x18\x03 \x01(\t\x12\x1a\n\x12\x64ialect_confidence\x18\x04 \x01(\x01\x12\x0e\n\x06script\x18\x05 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x06 \x01(\t\x12\x10\n\x08replayed\x18\x07 \x01(\x08\"9\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\"\xcc\x04\n\tTurnEvent\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\r\x12\x30\n\x0cturn_started\x18\n \x01(\x0b\x32\x18.diwaniya.v1.TurnStartedH\x00\x12\x32\n\rphase_changed\x18\x0b \x01(\x0b\x32\x19.diwaniya.v1.PhaseChangedH\x00\x12,\n\ntext_delta\x18\x0c \x01(\x0b\x32\x16.diwaniya.v1.TextDeltaH\x00\x12*\n\ttool_call\x18\r \x01(\x0b\x32\x15.diwaniya.v1.ToolCallH\x00\x12.\n\x0btool_result\x18\x0e \x01(\x0b\x32\x17.diwaniya.v1.ToolResultH\x00\x12:\n\x11\x61pproval_required\x18\x0f \x01(\x0b\x32\x1d.diwaniya.v1.ApprovalRequiredH\x00\x12\x30\n\x0cmemory_cited\x18\x10 \x01(\x0b\x32\x18.diwaniya.v1.MemoryCitedH\x00\x12#\n\x05usage\x18\x11 \x01(\x0b\x32\x12.diwaniya.v1.UsageH\x00\x12\x34\n\x0eturn_completed\x18\x12 \x01(\x0b\x32\x1a.diwaniya.v1.TurnCompletedH\x00\x12#\n\x05\x65rror\x18\x13 \x01(\x0b\x32\x12.diwaniya.v1.ErrorH\x00\x12\'\n\x07handoff\x18\x14 \x01(\x0b\x32\x14.diwaniya.v1.HandoffH\x00\x42\x07\n\x05\x65vent\"\x86\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x0f\n\x07\x64ialect\x18\x05 \x01(\t\x12.\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x98\x02\n\x06Thread\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12&\n\x08messages\x18\x03 \x03(\x0b\x32\x14.diwaniya.v1.Message\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x0f\n\x07\x64ialect\x18\x05 \x01(\t\x12.\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rprompt_tokens\x18\x08 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\t \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\n \x01(\x01\"6\n\x10GetThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\"\xa5\x01\n\rThreadSummary\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12.\n\ncreated_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05title\x18\x04 \x01(\t\x12\x12\n\nturn_count\x18\x05 \x01(\x05\"L\n\x12ListThreadsRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"[\n\x13ListThreadsResponse\x12+\n\x07threads\x18\x01 \x03(\x0b\x32\x1a.diwaniya.v1.ThreadSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\x13\x44\x65leteThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\"@\n\x14\x44\x65leteThreadResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x12\x17\n\x0fmemories_erased\x18\x02 \x01(\x03*L\n\x08Register\x12\x18\n\x14REGISTER_UNSPECIFIED\x10\x00\x12\x10\n\x0cREGISTER_MSA\x10\x01\x12\x14\n\x10REGISTER_DIALECT\x10\x02\x32\x85\x03\n\rConversations\x12\x42\n\x08\x43onverse\x12\x1a.diwaniya.v1.ClientMessage\x1a\x16.diwaniya.v1.TurnEvent(\x01\x30\x01\x12H\n\x0bSendMessage\x12\x1f.diwaniya.v1.SendMessageRequest\x1a\x16.diwaniya.v1.TurnEvent0\x01\x12?\n\tGetThread\x12\x1d.diwaniya.v1.GetThreadRequest\x1a\x13.diwaniya.v1.Thread\x12P\n\x0bListThreads\x12\x1f.diwaniya.v1.ListThreadsRequest\x1a .diwaniya.v1.ListThreadsResponse\x12S\n\x0c\x44\x65leteThread\x12 .diwaniya.v1.DeleteThreadRequest\x1a!.diwaniya.v1.DeleteThreadResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x64iwaniya/v1/conversations.proto\x12\x0b\x64iwaniya.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x01\n\x12SendMessageRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\x0f\n\x07\x63ountry\x18\x05 \x01(\t\x12\x10\n\x08timezone\x18\x06 \x01(\t\x12/\n\x0b\x63lient_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x08register\x18\x08 \x01(\x0e\x32\x15.diwaniya.v1.Register\"\x19\n\x06\x43\x61ncel\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"r\n\rClientMessage\x12\x32\n\x07message\x18\x01 \x01(\x0b\x32\x1f.diwaniya.v1.SendMessageRequestH\x00\x12%\n\x06\x63\x61ncel\x18\x02 \x01(\x0b\x32\x13.diwaniya.v1.CancelH\x00\x42\x06\n\x04kind\"4\n\x0bTurnStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\tuser_text\x18\x02 \x01(\t\"D\n\x0cPhaseChanged\x12\x10\n\x08previous\x18\x01 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x02 \x01(\t\x12\x11\n\tnew_cycle\x18\x03 \x01(\x08\"\x19\n\tTextDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\"A\n\x08ToolCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"\\\n\nToolResult\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\n\n\x02ok\x18\x03 \x01(\x08\x12\x14\n\x0c\x63ontent_json\x18\x04 \x01(\t\x12\r\n\x05\x65rror\x18\x05 \x01(\t\"Y\n\x10\x41pprovalRequired\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"m\n\x0bMemoryCited\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0f\n\x07snippet\x18\x04 \x01(\t\x12\r\n\x05score\x18\x05 \x01(\x01\x12\x0e\n\x06quoted\x18\x06 \x01(\x08\"Z\n\x05Usage\x12\r\n\x05model\x18\x01 \x01(\t\x12\x15\n\rprompt_tokens\x18\x02 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x03 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x04 \x01(\x01\"-\n\x07Handoff\x12\x12\n\nsummary_ar\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x92\x01\n\rTurnCompleted\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05phase\x18\x02 \x01(\t\x12\x0f\n\x07\x64ialect\x18\x03 \x01(\t\x12\x1a\n\x12\x64ialect_confidence\x18\x04 \x01(\x01\x12\x0e\n\x06script\x18\x05 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x06 \x01(\t\x12\x10\n\x08replayed\x18\x07 \x01(\x08\"9\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\"\xcc\x04\n\tTurnEvent\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\r\x12\x30\n\x0cturn_started\x18\n \x01(\x0b\x32\x18.diwaniya.v1.TurnStartedH\x00\x12\x32\n\rphase_changed\x18\x0b \x01(\x0b\x32\x19.diwaniya.v1.PhaseChangedH\x00\x12,\n\ntext_delta\x18\x0c \x01(\x0b\x32\x16.diwaniya.v1.TextDeltaH\x00\x12*\n\ttool_call\x18\r \x01(\x0b\x32\x15.diwaniya.v1.ToolCallH\x00\x12.\n\x0btool_result\x18\x0e \x01(\x0b\x32\x17.diwaniya.v1.ToolResultH\x00\x12:\n\x11\x61pproval_required\x18\x0f \x01(\x0b\x32\x1d.diwaniya.v1.ApprovalRequiredH\x00\x12\x30\n\x0cmemory_cited\x18\x10 \x01(\x0b\x32\x18.diwaniya.v1.MemoryCitedH\x00\x12#\n\x05usage\x18\x11 \x01(\x0b\x32\x12.diwaniya.v1.UsageH\x00\x12\x34\n\x0eturn_completed\x18\x12 \x01(\x0b\x32\x1a.diwaniya.v1.TurnCompletedH\x00\x12#\n\x05\x65rror\x18\x13 \x01(\x0b\x32\x12.diwaniya.v1.ErrorH\x00\x12\'\n\x07handoff\x18\x14 \x01(\x0b\x32\x14.diwaniya.v1.HandoffH\x00\x42\x07\n\x05\x65vent\"\x86\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x0f\n\x07\x64ialect\x18\x05 \x01(\t\x12.\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x98\x02\n\x06Thread\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12&\n\x08messages\x18\x03 \x03(\x0b\x32\x14.diwaniya.v1.Message\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x0f\n\x07\x64ialect\x18\x05 \x01(\t\x12.\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rprompt_tokens\x18\x08 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\t \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\n \x01(\x01\"6\n\x10GetThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\"\xa5\x01\n\rThreadSummary\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12.\n\ncreated_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05title\x18\x04 \x01(\t\x12\x12\n\nturn_count\x18\x05 \x01(\x05\"L\n\x12ListThreadsRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"[\n\x13ListThreadsResponse\x12+\n\x07threads\x18\x01 \x03(\x0b\x32\x1a.diwaniya.v1.ThreadSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\x13\x44\x65leteThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\"@\n\x14\x44\x65leteThreadResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x12\x17\n\x0fmemories_erased\x18\x02 \x01(\x03*L\n\x08Register\x12\x18\n\x14REGISTER_UNSPECIFIED\x10\x00\x12\x10\n\x0cREGISTER_MSA\x10\x01\x12\x14\n\x10REGISTER_DIALECT\x10\x02\x32\x85\x03\n\rConversations\x12\x42\n\x08\x43onverse\x12\x1a.diwaniya.v1.ClientMessage\x1a\x16.diwaniya.v1.TurnEvent(\x01\x30\x01\x12H\n\x0bSendMessage\x12\x1f.diwaniya.v1.SendMessageRequest\x1a\x16.diwaniya.v1.TurnEvent0\x01\x12?\n\tGetThread\x12\x1d.diwaniya.v1.GetThreadRequest\x1a\x13.diwaniya.v1.Thread\x12P\n\x0bListThreads\x12\x1f.diwaniya.v1.ListThreadsRequest\x1a .diwaniya.v1.ListThreadsResponse\x12S\n\x0c\x44\x65leteThread\x12 .diwaniya.v1.DeleteThreadRequest\x1a!.diwaniya.v1.DeleteThreadResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'diwaniya.v1.conversations_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REGISTER']._serialized_start=2818
-  _globals['_REGISTER']._serialized_end=2894
+  _globals['_REGISTER']._serialized_start=2834
+  _globals['_REGISTER']._serialized_end=2910
   _globals['_SENDMESSAGEREQUEST']._serialized_start=82
   _globals['_SENDMESSAGEREQUEST']._serialized_end=297
   _globals['_CANCEL']._serialized_start=299
@@ -53,33 +53,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_APPROVALREQUIRED']._serialized_start=754
   _globals['_APPROVALREQUIRED']._serialized_end=843
   _globals['_MEMORYCITED']._serialized_start=845
-  _globals['_MEMORYCITED']._serialized_end=938
-  _globals['_USAGE']._serialized_start=940
-  _globals['_USAGE']._serialized_end=1030
-  _globals['_HANDOFF']._serialized_start=1032
-  _globals['_HANDOFF']._serialized_end=1077
-  _globals['_TURNCOMPLETED']._serialized_start=1080
-  _globals['_TURNCOMPLETED']._serialized_end=1226
-  _globals['_ERROR']._serialized_start=1228
-  _globals['_ERROR']._serialized_end=1285
-  _globals['_TURNEVENT']._serialized_start=1288
-  _globals['_TURNEVENT']._serialized_end=1876
-  _globals['_MESSAGE']._serialized_start=1879
-  _globals['_MESSAGE']._serialized_end=2013
-  _globals['_THREAD']._serialized_start=2016
-  _globals['_THREAD']._serialized_end=2296
-  _globals['_GETTHREADREQUEST']._serialized_start=2298
-  _globals['_GETTHREADREQUEST']._serialized_end=2352
-  _globals['_THREADSUMMARY']._serialized_start=2355
-  _globals['_THREADSUMMARY']._serialized_end=2520
-  _globals['_LISTTHREADSREQUEST']._serialized_start=2522
-  _globals['_LISTTHREADSREQUEST']._serialized_end=2598
-  _globals['_LISTTHREADSRESPONSE']._serialized_start=2600
-  _globals['_LISTTHREADSRESPONSE']._serialized_end=2691
-  _globals['_DELETETHREADREQUEST']._serialized_start=2693
-  _globals['_DELETETHREADREQUEST']._serialized_end=2750
-  _globals['_DELETETHREADRESPONSE']._serialized_start=2752
-  _globals['_DELETETHREADRESPONSE']._serialized_end=2816
-  _globals['_CONVERSATIONS']._serialized_start=2897
-  _globals['_CONVERSATIONS']._serialized_end=3286
+  _globals['_MEMORYCITED']._serialized_end=954
+  _globals['_USAGE']._serialized_start=956
+  _globals['_USAGE']._serialized_end=1046
+  _globals['_HANDOFF']._serialized_start=1048
+  _globals['_HANDOFF']._serialized_end=1093
+  _globals['_TURNCOMPLETED']._serialized_start=1096
+  _globals['_TURNCOMPLETED']._serialized_end=1242
+  _globals['_ERROR']._serialized_start=1244
+  _globals['_ERROR']._serialized_end=1301
+  _globals['_TURNEVENT']._serialized_start=1304
+  _globals['_TURNEVENT']._serialized_end=1892
+  _globals['_MESSAGE']._serialized_start=1895
+  _globals['_MESSAGE']._serialized_end=2029
+  _globals['_THREAD']._serialized_start=2032
+  _globals['_THREAD']._serialized_end=2312
+  _globals['_GETTHREADREQUEST']._serialized_start=2314
+  _globals['_GETTHREADREQUEST']._serialized_end=2368
+  _globals['_THREADSUMMARY']._serialized_start=2371
+  _globals['_THREADSUMMARY']._serialized_end=2536
+  _globals['_LISTTHREADSREQUEST']._serialized_start=2538
+  _globals['_LISTTHREADSREQUEST']._serialized_end=2614
+  _globals['_LISTTHREADSRESPONSE']._serialized_start=2616
+  _globals['_LISTTHREADSRESPONSE']._serialized_end=2707
+  _globals['_DELETETHREADREQUEST']._serialized_start=2709
+  _globals['_DELETETHREADREQUEST']._serialized_end=2766
+  _globals['_DELETETHREADRESPONSE']._serialized_start=2768
+  _globals['_DELETETHREADRESPONSE']._serialized_end=2832
+  _globals['_CONVERSATIONS']._serialized_start=2913
+  _globals['_CONVERSATIONS']._serialized_end=3302
 # @@protoc_insertion_point(module_scope)

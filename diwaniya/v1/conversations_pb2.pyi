@@ -304,12 +304,17 @@ class MemoryCited(_message.Message):
     TITLE_FIELD_NUMBER: _builtins.int
     SNIPPET_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    QUOTED_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
     kind: _builtins.str
     """fact | preference | document"""
     title: _builtins.str
     snippet: _builtins.str
     score: _builtins.float
+    quoted: _builtins.bool
+    """true: the reply quotes this memory; false: it was recalled and given to
+    the reply as context (the recall step announces every such memory).
+    """
     def __init__(
         self,
         *,
@@ -318,10 +323,11 @@ class MemoryCited(_message.Message):
         title: _builtins.str = ...,
         snippet: _builtins.str = ...,
         score: _builtins.float = ...,
+        quoted: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "memory_id", b"memory_id", "score", b"score", "snippet", b"snippet", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "memory_id", b"memory_id", "quoted", b"quoted", "score", b"score", "snippet", b"snippet", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

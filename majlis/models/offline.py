@@ -109,9 +109,15 @@ class OfflineResponder:
             return _join(parts), extras
         if missing is not None:
             parts.append(say("need_param", what=missing))
-        elif ctx.is_request:
-            parts.append(self._answer(ctx, extras))
-        if ctx.frustrated or ctx.insists:
+        offered_handoff = False
+        if missing is None and ctx.is_request:
+            answer = self._answer(ctx, extras)
+            if ctx.complaint and not extras:
+                # A problem we hold no article for: say sorry, ask what exactly
+                # happens, and offer a person — never "I don't know" to a complaint.
+                answer, offered_handoff = say("complaint_details"), True
+            parts.append(answer)
+        if (ctx.frustrated or ctx.insists) and not offered_handoff:
             parts.append(say("handoff_offer"))
         if ctx.closing:
             parts.append(ctx.closing)
@@ -205,8 +211,17 @@ def _words_only(keys: Sequence[str]) -> set[str]:
     return {k for k in keys if not k.translate(_DIGITS).isdigit()}
 
 
+# A part that ends without punctuation gets a full stop before the next part,
+# so "وعليكم السلام" + "…" reads as two sentences, not one run-on line.
+_ENDS_SENTENCE = frozenset(".!?؟،,:؛")
+
+
 def _join(parts: Sequence[str]) -> str:
-    return " ".join(p.strip() for p in parts if p and p.strip())
+    kept = [p.strip() for p in parts if p and p.strip()]
+    return " ".join(
+        p if i == len(kept) - 1 or p[-1] in _ENDS_SENTENCE else p + "."
+        for i, p in enumerate(kept)
+    )
 
 
 def _trailing_tool_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:

@@ -98,6 +98,7 @@ class ResponderContext:
     opening: str = ""  # Majlis reciprocal greeting, may be ""
     closing: str = ""  # reply to thanks / farewell, may be ""
     is_request: bool = False
+    complaint: bool = False  # the user reports a problem (subset of is_request)
     frustrated: bool = False
     insists: bool = False
     recalled: tuple[Recalled, ...] = ()

@@ -59,6 +59,7 @@ class Respond:
             opening=turn.get("opening", ""),
             closing=turn.get("closing", ""),
             is_request=bool(cues.get("request") or cues.get("question") or cues.get("complaint")),
+            complaint=bool(cues.get("complaint")),
             frustrated=bool(cues.get("frustration")),
             insists=bool(cues.get("insistence")),
             recalled=recalled,

@@ -197,6 +197,7 @@ async def run_model_turn(
                             title=r.title,
                             snippet=output.snippet or r.snippet,
                             score=r.score,
+                            quoted=True,
                         ),
                     )
         except ModelError as exc:
