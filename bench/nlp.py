@@ -193,11 +193,18 @@ def main() -> None:
     lines = text.split("\n")
     nbytes = len(text.encode("utf-8"))
     print(f"throughput on {nbytes / 1e6:.1f} MB of ../shared/data Arabic ({len(lines)} lines)")
-    rows = {"diwaniya clean+fold+tokenize": throughput(ours, lines, nbytes)}
-    for name, make in (("pyarabic strip+normalize+tokenize", pyarabic_chain),
-                       ("camel-tools dediac+alef+teh+tokenize", camel_chain)):
-        fn = make()
-        rows[name] = throughput(fn, lines, nbytes) if fn else float("nan")
+    contenders: dict[str, Callable[[str], object] | None] = {
+        "diwaniya clean+fold+tokenize": ours,
+        "pyarabic strip+normalize+tokenize": pyarabic_chain(),
+        "camel-tools dediac+alef+teh+tokenize": camel_chain(),
+    }
+    # The machine is shared: interleave the contenders over three rounds and
+    # keep each one's best round, so a burst of load elsewhere hits all alike.
+    rows = {name: float("nan") if fn is None else 0.0 for name, fn in contenders.items()}
+    for _ in range(3):
+        for name, fn in contenders.items():
+            if fn is not None:
+                rows[name] = max(rows[name], throughput(fn, lines, nbytes))
     for name, mbs in rows.items():
         print(f"  {name:<40} {mbs:8.2f} MB/s" if mbs == mbs else f"  {name:<40}  not installed")
     qcri_raw, qcri_clitic = seg_qcri()

@@ -108,3 +108,14 @@ def test_pathological_inputs_complete(text: str) -> None:
     assert all(text[t.start : t.end] == t.text for t in toks)
     assert isinstance(search_keys(text), list)
     assert isinstance(words(text), list)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=0x0600, max_codepoint=0x06FF)))
+def test_fold_equals_the_plain_translation_table(text: str) -> None:
+    # fold() applies its table with regex + str.replace for speed; it must be
+    # exactly the documented character table.
+    from nlp.normalize import _FOLD_TABLE
+
+    nfc = unicodedata.normalize("NFC", text)
+    assert fold(text) == nfc.translate(_FOLD_TABLE).casefold()
