@@ -1,0 +1,98 @@
+"""A configured OpenAI-compatible model over gRPC: streaming, tools, usage, failures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import ScriptedOpenAIServer, ScriptedReply, WebhookReply, WebhookServer
+from tests.service.conftest import collect, kinds
+
+
+@pytest.fixture
+def webhook_server() -> Iterator[WebhookServer]:
+    server = WebhookServer()
+    yield server
+    server.close()
+
+
+async def test_model_tokens_stream_as_ordered_deltas_and_usage_is_kept(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    openai_server.push(ScriptedReply.text("هلا والله، حياك الله. كيف أقدر أخدمك اليوم؟",
+                                          usage=(120, 14)))
+    openai_server.push(ScriptedReply.text("أبشر، عطني رقم الطلب.", usage=(150, 9)))
+    async with run_service(model_base_url=openai_server.base_url,
+                           model_price_prompt_per_1k=0.5,
+                           model_price_completion_per_1k=1.5) as svc:
+        first = await collect(svc.client.send("هلا", user_id="u1"))
+        second = await collect(svc.client.send("ابي اعرف وين طلبي", user_id="u1",
+                                               thread_id=first[-1].thread_id))
+        thread = await svc.client.get_thread(first[-1].thread_id, user_id="u1")
+    deltas = [e.text_delta.text for e in first if e.HasField("text_delta")]
+    assert "".join(deltas) == "هلا والله، حياك الله. كيف أقدر أخدمك اليوم؟"
+    assert len(deltas) > 3
+    usage = next(e.usage for e in first if e.HasField("usage"))
+    assert (usage.prompt_tokens, usage.completion_tokens) == (120, 14)
+    assert usage.cost_usd == pytest.approx(120 / 1000 * 0.5 + 14 / 1000 * 1.5)
+    assert (thread.prompt_tokens, thread.completion_tokens) == (270, 23)
+    assert thread.cost_usd == pytest.approx((270 * 0.5 + 23 * 1.5) / 1000)
+    # The model saw the Majlis tone and the date in both calendars in its system prompt.
+    system = openai_server.bodies[1]["messages"][0]["content"]
+    assert openai_server.bodies[1]["messages"][0]["role"] == "system"
+    assert "1448" in system or "1447" in system
+    assert second[-1].turn_completed.text == "أبشر، عطني رقم الطلب."
+
+
+async def test_webhook_tool_round_trip(
+    run_service, openai_server: ScriptedOpenAIServer, webhook_server: WebhookServer,
+    tmp_path: Path
+) -> None:
+    url = webhook_server.route("/orders/status", WebhookReply(
+        json_body={"order_id": "4411", "status": "خرج للتوصيل", "eta": "اليوم ٨ مساءً"}))
+    tools = [{
+        "name": "order_status", "description_ar": "حالة الطلب ومتى يوصل",
+        "description_en": "order status and delivery time",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                       "required": ["order_id"]},
+        "url": url, "examples": ["وين طلبي", "متى يوصل الطلب"],
+    }]
+    (tmp_path / "tools.json").write_text(json.dumps(tools, ensure_ascii=False), encoding="utf-8")
+    openai_server.push(ScriptedReply.tool_call("order_status", {"order_id": "4411"}))
+    openai_server.push(ScriptedReply.text("طلبك رقم 4411 خرج للتوصيل ويوصلك اليوم الساعة ٨ مساءً."))
+    async with run_service(model_base_url=openai_server.base_url,
+                           tools_file=tmp_path / "tools.json") as svc:
+        events = await collect(svc.client.send("وين طلبي رقم 4411؟", user_id="u1"))
+    order = kinds(events)
+    assert order.index("tool_call") < order.index("tool_result") < order.index("turn_completed")
+    call = next(e.tool_call for e in events if e.HasField("tool_call"))
+    result = next(e.tool_result for e in events if e.HasField("tool_result"))
+    assert call.name == "order_status" and json.loads(call.arguments_json) == {"order_id": "4411"}
+    assert result.ok and json.loads(result.content_json)["status"] == "خرج للتوصيل"
+    assert len(webhook_server.requests) == 1
+    assert json.loads(webhook_server.requests[0].body) == {"order_id": "4411"}
+    # The second model call carried the tool's answer back.
+    assert any(m["role"] == "tool" for m in openai_server.bodies[1]["messages"])
+    assert "4411" in events[-1].turn_completed.text
+
+
+async def test_malformed_stream_is_an_error_event_and_the_turn_still_replies(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    openai_server.push(ScriptedReply.malformed(before="لحظة "))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        events = await collect(svc.client.send("هلا", user_id="u1"))
+    errors = [e.error for e in events if e.HasField("error")]
+    assert errors and errors[0].code == "model_error"
+    assert events[-1].HasField("turn_completed") and events[-1].turn_completed.text.strip()
+
+
+async def test_unreachable_model_still_gives_a_non_blank_reply(run_service) -> None:
+    async with run_service(model_base_url="http://127.0.0.1:9/v1", model_timeout_s=1.0,
+                           default_turn_timeout_s=20) as svc:
+        events = await collect(svc.client.send("هلا", user_id="u1"))
+    assert any(e.HasField("error") for e in events)
+    assert events[-1].turn_completed.text.strip()
