@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -23,6 +24,8 @@ from zoneinfo import ZoneInfo
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
 from diwaniya.errors import DeadlineExceeded, InvalidRequest, NotFound
 from majlis import culture
@@ -31,6 +34,8 @@ from majlis.persistence import Persistence
 from majlis.requests import Limits, TurnRequest, check_thread_id, check_user_id, validate
 from majlis.threads import ThreadRow
 from memory import MemoryStore
+
+_tracer = trace.get_tracer("diwaniya.majlis")
 
 TITLE_CHARS = 60
 # How far back a replay looks for the checkpoint that completed a turn.
@@ -112,6 +117,34 @@ class ConversationEngine:
             ))
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         wait = min(self._config.enqueue_wait_s, max(0.0, deadline - time.monotonic()))
+        # Not made "current": the span lives across yields to the caller.
+        span = _tracer.start_span("diwaniya.turn", attributes={
+            "diwaniya.thread_id": thread_id, "diwaniya.tenant": req.tenant,
+            "diwaniya.request_id": req.request_id, "diwaniya.country": req.country})
+        try:
+            # aclosing: an abandoned stream must release the thread lock now, not at GC.
+            async with contextlib.aclosing(self._locked_turn(
+                req, thread_id, at, tz, deadline, timeout, config, wait
+            )) as turn_events:
+                async for envelope in turn_events:
+                    if isinstance(envelope.event, TurnCompleted):
+                        span.set_attributes({
+                            "diwaniya.turn_id": envelope.turn_id,
+                            "diwaniya.phase": envelope.event.phase,
+                            "diwaniya.dialect": envelope.event.dialect,
+                            "diwaniya.replayed": envelope.event.replayed})
+                    yield envelope
+        except BaseException as exc:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
+        finally:
+            span.end()
+
+    async def _locked_turn(
+        self, req: TurnRequest, thread_id: str, at: datetime, tz: str, deadline: float,
+        timeout: float, config: RunnableConfig, wait: float,
+    ) -> AsyncGenerator[Envelope, None]:
         async with self._db.threads.lock(thread_id, policy=self._config.policy, wait_s=wait):
             if req.request_id:
                 snapshot = await self._graph.aget_state(config)

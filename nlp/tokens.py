@@ -81,6 +81,10 @@ _TOKEN_RE = re.compile(
 )
 
 _KINDS = {k.name.lower(): k for k in TokenKind}
+# Group number → kind (index 0 unused: every match ends in exactly one group).
+_KIND_OF_GROUP: tuple[TokenKind, ...] = (TokenKind.PUNCT,) + tuple(
+    _KINDS[name] for name, _ in sorted(_TOKEN_RE.groupindex.items(), key=lambda kv: kv[1])
+)
 _TRAILING = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace()) + (
     "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
     + "".join(chr(c) for c in range(0x2060, 0x2070))
@@ -117,12 +121,14 @@ def tokenize(text: str) -> list[Token]:
     >>> tokenize("كَتَبَ")[0]
     Token(text='كَتَبَ', kind=<TokenKind.WORD: 'word'>, start=0, end=6)
     """
-    kinds = _KINDS
-    end = len(text.rstrip(_TRAILING))
+    kinds, make = _KIND_OF_GROUP, _token
+    stop = len(text.rstrip(_TRAILING))
+    # The token group always ends the match, so its start is end - len(tok):
+    # one method call per token fewer than m.span(group).
     return [
-        _token(m.group(g), kinds[g], *m.span(g))
-        for m in _TOKEN_RE.finditer(text, 0, end)
-        if (g := m.lastgroup)
+        make(tok, kinds[i], (end := m.end()) - len(tok), end)
+        for m in _TOKEN_RE.finditer(text, 0, stop)
+        if (tok := m.group(i := m.lastindex or 0))
     ]
 
 
@@ -135,10 +141,6 @@ def typed_texts(text: str) -> list[tuple[TokenKind, str]]:
     >>> [(k.value, t) for k, t in typed_texts("وين الطلب #123")]
     [('word', 'وين'), ('word', 'الطلب'), ('hashtag', '#123')]
     """
-    kinds = _KINDS
-    end = len(text.rstrip(_TRAILING))
-    return [
-        (kinds[g], m.group(g))
-        for m in _TOKEN_RE.finditer(text, 0, end)
-        if (g := m.lastgroup)
-    ]
+    kinds = _KIND_OF_GROUP
+    stop = len(text.rstrip(_TRAILING))
+    return [(kinds[i], m.group(i)) for m in _TOKEN_RE.finditer(text, 0, stop) if (i := m.lastindex)]

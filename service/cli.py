@@ -61,6 +61,15 @@ async def _serve(settings: Settings, listen: str | None) -> None:
     from service.app import build_app
     from service.server import serve_until_signal
 
+    if settings.traces == "console":
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
+            formatter=lambda span: span.to_json(indent=None) + "\n")))
+        trace.set_tracer_provider(provider)
     app = await build_app(settings)
     try:
         server = app.server(listen=listen)

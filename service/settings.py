@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     # their auth secrets are named by ``auth_secret_env`` and read from the environment.
     tools_file: Path | None = None
 
+    # --- observability: "console" prints one line per finished span (turns) ---
+    traces: Literal["off", "console"] = "off"
+
     # --- Majlis -------------------------------------------------------------
     persona_name: str = "ديوانية"
     register_policy: Literal["mirror", "msa"] = "mirror"
