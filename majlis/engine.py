@@ -143,7 +143,7 @@ class ConversationEngine:
 
     async def _locked_turn(
         self, req: TurnRequest, thread_id: str, at: datetime, tz: str, deadline: float,
-        timeout: float, config: RunnableConfig, wait: float,
+        budget_s: float, config: RunnableConfig, wait: float,
     ) -> AsyncGenerator[Envelope, None]:
         async with self._db.threads.lock(thread_id, policy=self._config.policy, wait_s=wait):
             if req.request_id:
@@ -180,7 +180,7 @@ class ConversationEngine:
                         yield numbered(cast(Event, chunk))
             except TimeoutError:
                 raise DeadlineExceeded(
-                    f"the turn did not finish within its {timeout:.0f}s deadline; nothing was "
+                    f"the turn did not finish within its {budget_s:.0f}s deadline; nothing was "
                     "added to the thread — send the message again (same request_id is safe)"
                 ) from None
             final = await self._graph.aget_state(config)
