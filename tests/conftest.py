@@ -16,9 +16,8 @@ import pytest
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 ADMIN_DSN = os.environ.get("DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
-SHARED_DATA = Path(
-    os.environ.get("DIWANIYA_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data")
-)
+_DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_DATA = Path(os.environ.get("DIWANIYA_SHARED_DATA", _DEFAULT_SHARED))
 
 
 def _unavailable(reason: str) -> None:

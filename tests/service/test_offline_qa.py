@@ -37,8 +37,11 @@ def _norm(text: str) -> str:
 async def test_offline_responder_answers_from_the_kb_and_abstains_honestly(
     run_service, shared_data: Path, tmp_path: Path
 ) -> None:
-    corpus = [json.loads(x) for x in (shared_data / "qa_arcd.corpus.jsonl").open(encoding="utf-8")]
-    queries = [json.loads(x) for x in (shared_data / "qa_arcd.queries.jsonl").open(encoding="utf-8")]
+    def read(name: str) -> list[dict]:
+        with (shared_data / name).open(encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+
+    corpus, queries = read("qa_arcd.corpus.jsonl"), read("qa_arcd.queries.jsonl")
     articles = sorted({_article(p["_id"]) for p in corpus})
     kept = set(articles[::2])
     half = tmp_path / "half.jsonl"
