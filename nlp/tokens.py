@@ -82,8 +82,9 @@ _TOKEN_RE = re.compile(
 
 _KINDS = {k.name.lower(): k for k in TokenKind}
 # Group number → kind (index 0 unused: every match ends in exactly one group).
-_KIND_OF_GROUP: tuple[TokenKind, ...] = (TokenKind.PUNCT,) + tuple(
-    _KINDS[name] for name, _ in sorted(_TOKEN_RE.groupindex.items(), key=lambda kv: kv[1])
+_KIND_OF_GROUP: tuple[TokenKind, ...] = (
+    TokenKind.PUNCT,
+    *(_KINDS[name] for name, _ in sorted(_TOKEN_RE.groupindex.items(), key=lambda kv: kv[1])),
 )
 _TRAILING = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace()) + (
     "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
