@@ -1,0 +1,1 @@
+"""Shipped artefacts: the dialect model (dialect.npz.gz, built by bench/train_dialect.py)."""
