@@ -13,6 +13,7 @@ under an advisory lock, because LangGraph's own ``setup()`` races on its
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import Unavailable
 from majlis.threads import ThreadStore
-from majlis.threads_pg import MIGRATION_LOCK, PostgresThreadStore
+from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
 from majlis.threads_sqlite import SqliteThreadStore
 
 
@@ -58,14 +59,32 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
     await conn.set_autocommit(True)
 
 
-async def migrate_postgres(dsn: str, *, prepare_threshold: int | None) -> None:
-    """Create or upgrade every table the service needs; idempotent and replica-safe."""
+async def migrate_postgres(
+    dsn: str, *, prepare_threshold: int | None, wait_s: float = 300.0
+) -> None:
+    """Create or upgrade the checkpoint and thread tables; idempotent and replica-safe.
+
+    Replicas take turns through a session advisory lock. Waiters *poll* with
+    ``pg_try_advisory_lock`` instead of blocking in ``pg_advisory_lock``: a
+    blocked statement is an open transaction, and LangGraph's migrations run
+    ``CREATE INDEX CONCURRENTLY``, which waits for every open transaction —
+    a blocking waiter would deadlock with the replica that holds the lock.
+    """
     async with await AsyncConnection.connect(
         dsn, autocommit=True, prepare_threshold=prepare_threshold, row_factory=dict_row
     ) as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        deadline = time.monotonic() + wait_s
+        while True:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (MIGRATION_LOCK,))
+            row = await cur.fetchone()
+            if row and row["got"]:
+                break
+            if time.monotonic() > deadline:
+                raise Unavailable(f"another replica held the migration lock for {wait_s:.0f}s")
+            await asyncio.sleep(0.2)
         try:
             await AsyncPostgresSaver(conn).setup()
+            await conn.execute(THREADS_DDL)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
@@ -100,8 +119,6 @@ async def open_postgres(
         await lock_pool.close()
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
-    if migrate:
-        await threads.migrate()
     saver = AsyncPostgresSaver(pool)
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close])
 

@@ -18,7 +18,7 @@ _LOCK_CLASS = 0x4457
 
 MIGRATION_LOCK = 0x44570001
 
-_DDL = """
+THREADS_DDL = """
 CREATE TABLE IF NOT EXISTS diwaniya_threads (
     thread_id   text PRIMARY KEY,
     tenant      text NOT NULL,
@@ -50,7 +50,7 @@ class PostgresThreadStore:
         async with self._pool.connection() as conn, conn.transaction():
             # Transaction-scoped: concurrent replicas run the DDL one at a time.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            await conn.execute(_DDL)
+            await conn.execute(THREADS_DDL)
 
     async def create(self, row: ThreadRow) -> None:
         async with self._pool.connection() as conn:

@@ -78,6 +78,7 @@ async def test_delete_thread_erases_it(run_service) -> None:
         thread_id = events[-1].thread_id
         reply = await svc.client.delete_thread(thread_id, user_id="u1")
         assert reply.deleted
+        assert reply.memories_erased == 1  # the name the user gave in this thread
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await svc.client.get_thread(thread_id, user_id="u1")
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
