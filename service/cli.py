@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from diwaniya.errors import DiwaniyaError
 from service.settings import Settings
 
@@ -163,6 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_kb(settings, args))
     except DiwaniyaError as exc:
         print(f"diwaniya: {exc.message}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"DIWANIYA_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors())
+        print(f"diwaniya: invalid settings — {problems}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

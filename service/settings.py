@@ -23,6 +23,8 @@ class Settings(BaseSettings):
         env_file=os.environ.get("DIWANIYA_SETTINGS_FILE"),
         env_file_encoding="utf-8",
         extra="ignore",
+        # DIWANIYA_PREPARE_THRESHOLD=none (any optional setting) means None.
+        env_parse_none_str="none",
     )
 
     # --- network -----------------------------------------------------------
