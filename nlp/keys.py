@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from nlp.arabizi import _word_to_arabic, looks_arabizi
 from nlp.clitics import light_stem, strip_proclitics
-from nlp.lexicon import STOPWORDS
+from nlp.lexicon import ENGLISH_STOPWORDS, STOPWORDS
 from nlp.normalize import clean, fold
 from nlp.tokens import TokenKind, typed_texts
 
@@ -74,7 +74,7 @@ def search_keys(text: str) -> list[str]:
             w = tok
         elif kind is TokenKind.LATIN:
             if not arabizi:
-                if tok not in stop:
+                if tok not in ENGLISH_STOPWORDS:
                     out.append(_latin_key(tok))
                 continue
             w = _word_to_arabic(tok)

@@ -5,7 +5,7 @@ Kept as data in one place so reviewers can read the linguistic decisions.
 
 from __future__ import annotations
 
-__all__ = ["NEVER_SPLIT", "SHORT_WORDS", "STOPWORDS"]
+__all__ = ["ENGLISH_STOPWORDS", "NEVER_SPLIT", "SHORT_WORDS", "STOPWORDS"]
 
 # Two-letter words that may remain after a clitic is split off (و+هو، ب+ده،
 # ف+يه → في+ه is handled as في + enclitic).  Anything else needs ≥ 3 letters.
@@ -52,5 +52,15 @@ _DIALECT = """اللي اللى الي مش مو مب ماش شو ايش وش ش
 هيك كده كدا كذا كدة هيك هاد هادا هادي هاذا هذي هدول دول ده دي دا يعني بس عشان
 علشان لانه لان عشانك احنا احنا انتو انتوا انتي اني هوه هيه همه منو مين ايه اش
 واش فين وين وينك هلق هلا هسه هسع توا دابا راح رح حا عم قاعد اكو ماكو يلا طيب
-اوك ok""".split()
+اوك ok ال""".split()  # ال: Arabizi "el" written apart from its noun
 STOPWORDS: frozenset[str] = frozenset(_MSA) | frozenset(_DIALECT)
+
+# English function words, for Latin-script (non-Arabizi) words in search keys:
+# code-switched support messages ("my router is down") should be indexed by
+# router/down, not my/is.
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(
+    """a an the is are was were be been being am to of and or in on at for with
+    by from as it its this that these those i me my you your he she we our they
+    their them his her not no do does did have has had will would can could
+    please hi hello thanks thank ok okay""".split()
+)

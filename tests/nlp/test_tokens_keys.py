@@ -142,3 +142,35 @@ def test_tokens_are_frozen_equal_and_hashable() -> None:
     assert hash(tok) == hash(Token("مرحبا", TokenKind.WORD, 0, 5))
     with pytest.raises(dataclasses.FrozenInstanceError):
         tok.text = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected_words", "expected_keys"),
+    [
+        # Iraqi
+        ("شكو ماكو؟ الخط مالي ما يشتغل",
+         ["شكو", "ماكو", "خط", "مالي", "ما", "يشتغل"], ["شكو", "خط", "مال", "يشتغل"]),
+        # Egyptian, with progressive ب and وال
+        ("النت عندي فاصل والراوتر بيفصل",
+         ["نت", "عندي", "فاصل", "راوتر", "يفصل"], ["نت", "عندي", "فاصل", "راوتر", "يفصل"]),
+        # Levantine, shadda kept by clean, dropped by fold
+        ("مرحبا، بدي غيّر كلمة السر تبعي",
+         ["مرحبا", "بدي", "غير", "كلمه", "سر", "تبعي"], ["مرحبا", "بدي", "كلمه", "سر", "تبع"]),
+        # Maghrebi
+        ("سلام، واش كاين شي عرض على الانترنت؟",
+         ["سلام", "واش", "كاين", "شي", "عرض", "علي", "انترنت"], ["سلام", "شي", "عرض", "انترنت"]),
+        # MSA
+        ("أودّ الاستفسار عن رصيد حسابي",
+         ["اود", "استفسار", "عن", "رصيد", "حسابي"], ["اود", "استفسار", "رصيد", "حساب"]),
+        # English in Latin script: English stopwords dropped from keys only
+        ("My router keeps disconnecting",
+         ["my", "router", "keeps", "disconnecting"], ["router", "keep", "disconnecting"]),
+    ],
+)
+def test_dialect_messages(text: str, expected_words: list[str], expected_keys: list[str]) -> None:
+    assert words(text) == expected_words
+    assert search_keys(text) == expected_keys
+
+
+def test_arabizi_query_meets_arabic_document() -> None:
+    assert set(search_keys("el net 5arban")) & set(search_keys("النت خربان"))
