@@ -32,6 +32,7 @@ from majlis import culture
 from majlis.events import Envelope, Event, TurnCompleted, TurnStarted, event_from_dict
 from majlis.persistence import Persistence
 from majlis.requests import Limits, TurnRequest, check_thread_id, check_user_id, validate
+from majlis.tenants import Tenants
 from majlis.threads import ThreadRow
 from memory import MemoryStore
 
@@ -76,14 +77,14 @@ class ConversationEngine:
         graph: CompiledStateGraph[Any, Any, Any, Any],
         persistence: Persistence,
         store: MemoryStore,
-        calendar: culture.SeasonCalendar,
+        tenants: Tenants,
         clock: culture.Clock,
         config: EngineConfig = EngineConfig(),
     ) -> None:
         self._graph = graph
         self._db = persistence
         self._store = store
-        self._calendar = calendar
+        self._tenants = tenants
         self._clock = clock
         self._config = config
 
@@ -102,7 +103,8 @@ class ConversationEngine:
         tz = req.timezone or self._config.default_timezone
         # Validates the date range up front: a client_time the calendar cannot
         # convert is the caller's error, reported before anything is written.
-        self._calendar.moment(at, tz=ZoneInfo(tz), country=req.country or None)
+        self._tenants(req.tenant).calendar.moment(at, tz=ZoneInfo(tz),
+                                                  country=req.country or None)
         timeout = min(timeout_s or self._config.turn_timeout_s, self._config.turn_timeout_s)
         deadline = time.monotonic() + timeout
 

@@ -11,11 +11,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 import nlp
-from majlis import culture
-from majlis.models import ChatModel, Pricing
 from majlis.nodes import Analyse, PhaseNode, Recall, Remember, Respond
 from majlis.nodes.respond import RegistryFactory
 from majlis.state import ThreadState
+from majlis.tenants import Tenants
 from memory import FactExtractor, MemoryStore
 
 
@@ -24,14 +23,11 @@ class GraphDeps:
     """Everything the nodes need; built by the entry point, never read from settings here."""
 
     identifier: nlp.DialectIdentifier
-    calendar: culture.SeasonCalendar
-    profile: culture.ToneProfile
+    tenants: Tenants
     store: MemoryStore
     extractor: FactExtractor
-    model: ChatModel
     tools: RegistryFactory
     long_gap: timedelta = timedelta(hours=6)
-    prices: Pricing | None = None
 
 
 def build_graph(
@@ -39,10 +35,9 @@ def build_graph(
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph = StateGraph(ThreadState)
     graph.add_node("analyse", Analyse(deps.identifier))
-    graph.add_node("phase", PhaseNode(deps.calendar, deps.profile, long_gap=deps.long_gap))
+    graph.add_node("phase", PhaseNode(deps.tenants, long_gap=deps.long_gap))
     graph.add_node("recall", Recall(deps.store))
-    graph.add_node("respond", Respond(deps.model, deps.tools, persona=deps.profile.persona_name,
-                                         prices=deps.prices))
+    graph.add_node("respond", Respond(deps.tenants, deps.tools))
     graph.add_node("remember", Remember(deps.store, deps.extractor))
     graph.add_edge(START, "analyse")
     graph.add_edge("analyse", "phase")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -24,13 +25,14 @@ from majlis.graph import GraphDeps, build_graph
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
 from majlis.persistence import Persistence, open_postgres, open_sqlite
 from majlis.requests import Limits
+from majlis.tenants import Tenant, Tenants
 from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
 from memory import MemoryStore, RuleFactExtractor, open_store
 from service.auth import ApiKeyAuth
 from service.server import Server, ServerOptions
 from service.servicer import ConversationsServicer
-from service.settings import Settings
+from service.settings import Settings, TenantSettings
 
 
 @dataclass
@@ -62,24 +64,52 @@ class App:
         await self.persistence.close()
 
 
-def model_config(settings: Settings) -> ModelConfig | None:
-    if not settings.model_base_url:
+def model_config(settings: Settings, tenant: TenantSettings | None = None,
+                 secrets: Mapping[str, str] | None = None) -> ModelConfig | None:
+    t = tenant or TenantSettings()
+    base_url = t.model_base_url or settings.model_base_url
+    if not base_url:
         return None
-    extra: dict[str, Any] = {"api_key": settings.model_api_key} if settings.model_api_key else {}
+    key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+    if t.model_api_key_env:
+        key = (secrets or {}).get(t.model_api_key_env)
+        if key is None:
+            raise ConfigurationError(
+                f"model_api_key_env {t.model_api_key_env!r} is not set in the environment")
+    extra: dict[str, Any] = {"api_key": key} if key else {}
     return ModelConfig(
-        base_url=settings.model_base_url, model=settings.model_name,
+        base_url=base_url, model=t.model_name or settings.model_name,
         temperature=settings.model_temperature, max_tokens=settings.model_max_tokens,
         timeout_s=settings.model_timeout_s,
-        price_prompt_per_1k=settings.model_price_prompt_per_1k,
-        price_completion_per_1k=settings.model_price_completion_per_1k, **extra,
+        price_prompt_per_1k=_first(t.model_price_prompt_per_1k,
+                                   settings.model_price_prompt_per_1k),
+        price_completion_per_1k=_first(t.model_price_completion_per_1k,
+                                       settings.model_price_completion_per_1k),
+        **extra,
     )
 
 
-def build_model(settings: Settings) -> ChatModel:
-    config = model_config(settings)
-    if config is None:
-        return OfflineResponder(keys=nlp.search_keys)
-    return OpenAICompatibleModel(config)
+def _first(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
+                 secrets: Mapping[str, str] | None = None, model: ChatModel | None = None
+                 ) -> Tenant:
+    t = tenant or TenantSettings()
+    offsets = {**settings.country_offsets, **(t.country_offsets or {})}
+    days = {**settings.national_days, **(t.national_days or {})}
+    calendar = culture.SeasonCalendar(country_offsets=offsets, national_days=days or None)
+    profile = culture.ToneProfile(
+        persona_name=_first(t.persona_name, settings.persona_name),
+        register_policy=_first(t.register_policy, settings.register_policy),
+        formality_floor=_first(t.formality_floor, settings.formality_floor),
+        greeting_style=_first(t.greeting_style, settings.greeting_style))
+    config = model_config(settings, t, secrets)
+    if model is None:
+        model = (OpenAICompatibleModel(config) if config
+                 else OfflineResponder(keys=nlp.search_keys))
+    return Tenant(profile, calendar, model, config.pricing() if config else None)
 
 
 def load_webhooks(settings: Settings) -> list[WebhookToolConfig]:
@@ -115,30 +145,26 @@ async def build_app(
         await persistence.close()
         raise
     http = httpx.AsyncClient()
-    calendar = culture.SeasonCalendar(country_offsets=settings.country_offsets,
-                                      national_days=settings.national_days or None)
-    profile = culture.ToneProfile(
-        persona_name=settings.persona_name, register_policy=settings.register_policy,
-        formality_floor=settings.formality_floor, greeting_style=settings.greeting_style)
     # The composition root is the one place allowed to read the environment.
     secrets = dict(os.environ)
+    tenants = Tenants(
+        default=build_tenant(settings, secrets=secrets, model=model),
+        overrides={name: build_tenant(settings, t, secrets=secrets)
+                   for name, t in settings.tenants.items()},
+    )
     hooks = [WebhookTool(cfg, http, secrets=secrets)
              for cfg in (webhooks if webhooks is not None else load_webhooks(settings))]
-    config = model_config(settings)
     deps = GraphDeps(
         identifier=nlp.load_dialect_identifier(),
-        calendar=calendar,
-        profile=profile,
+        tenants=tenants,
         store=store,
         extractor=RuleFactExtractor(),
-        model=model or build_model(settings),
         tools=TurnTools(store, hooks),
-        prices=config.pricing() if config else None,
         long_gap=timedelta(hours=settings.long_gap_hours),
     )
     graph = build_graph(deps, persistence.checkpointer)
     engine = ConversationEngine(
-        graph, persistence, store, calendar, clock or culture.SystemClock(),
+        graph, persistence, store, tenants, clock or culture.SystemClock(),
         EngineConfig(
             limits=Limits(max_text_chars=settings.max_text_chars,
                           max_token_chars=settings.max_token_chars),

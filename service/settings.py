@@ -13,8 +13,27 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class TenantSettings(BaseModel):
+    """One tenant's overrides; anything left unset uses the service-wide value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    persona_name: str | None = None
+    register_policy: Literal["mirror", "msa"] | None = None
+    formality_floor: Literal["formal", "neutral", "casual"] | None = None
+    greeting_style: Literal["warm", "brief"] | None = None
+    national_days: dict[str, list[tuple[int, int, str]]] | None = None
+    country_offsets: dict[str, int] | None = None
+    model_base_url: str | None = None
+    model_name: str | None = None
+    # The name of an environment variable holding the API key (never the key itself).
+    model_api_key_env: str | None = None
+    model_price_prompt_per_1k: float | None = Field(default=None, ge=0)
+    model_price_completion_per_1k: float | None = Field(default=None, ge=0)
 
 
 class Settings(BaseSettings):
@@ -77,6 +96,9 @@ class Settings(BaseSettings):
 
     # --- observability: "console" prints one line per finished span (turns) ---
     traces: Literal["off", "console"] = "off"
+
+    # --- tenants: {"acme": {"persona_name": "…", "model_base_url": "…"}} ---
+    tenants: dict[str, TenantSettings] = Field(default_factory=dict)
 
     # --- Majlis -------------------------------------------------------------
     persona_name: str = "ديوانية"

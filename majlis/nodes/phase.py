@@ -11,6 +11,7 @@ from majlis import culture
 from majlis.events import PhaseChanged
 from majlis.nodes._emit import Emitter
 from majlis.state import ThreadState
+from majlis.tenants import Tenants
 
 
 class PhaseNode:
@@ -21,22 +22,17 @@ class PhaseNode:
     business is dealt with.
     """
 
-    def __init__(
-        self,
-        calendar: culture.SeasonCalendar,
-        profile: culture.ToneProfile,
-        *,
-        long_gap: timedelta = timedelta(hours=6),
-    ) -> None:
-        self._calendar = calendar
-        self._profile = profile
+    def __init__(self, tenants: Tenants, *, long_gap: timedelta = timedelta(hours=6)) -> None:
+        self._tenants = tenants
         self._long_gap = long_gap
 
     def __call__(self, state: ThreadState) -> dict[str, Any]:
         turn = state["turn"]
         emit = Emitter(turn)
+        tenant = self._tenants(turn["tenant"])
         at = datetime.fromisoformat(turn["at"])
-        moment = self._calendar.moment(at, tz=ZoneInfo(turn["tz"]), country=turn["country"] or None)
+        moment = tenant.calendar.moment(at, tz=ZoneInfo(turn["tz"]),
+                                        country=turn["country"] or None)
         cues = culture.read_cues(turn["text"])
         previous_raw = state.get("phase")
         previous = culture.Phase(previous_raw) if previous_raw else None
@@ -54,7 +50,7 @@ class PhaseNode:
         gender = cues.self_gender or state.get("gender")
         first_contact = not state.get("messages") or step.new_cycle
         tone = culture.compute_tone(
-            self._profile,
+            tenant.profile,
             region=region_for_tone,
             cues=cues,
             turn_index=len(state.get("messages", [])) // 2,

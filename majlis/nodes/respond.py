@@ -10,15 +10,14 @@ from hijridate import Hijri
 
 from majlis.models import (
     ChatMessage,
-    ChatModel,
     ModelRequest,
-    Pricing,
     Recalled,
     ResponderContext,
 )
 from majlis.nodes._emit import Emitter
 from majlis.prompt import compose_system_prompt
 from majlis.state import ThreadState
+from majlis.tenants import Tenants
 from majlis.tools import ToolContext, ToolRegistry, run_model_turn
 
 # How many past messages the model sees besides the system prompt.
@@ -35,17 +34,16 @@ class Respond:
     offline responder reads the same turn through :class:`ResponderContext`.
     """
 
-    def __init__(self, model: ChatModel, tools: RegistryFactory, *, persona: str,
-                 prices: Pricing | None = None, deadline_key: str = "deadline") -> None:
-        self._model = model
-        self._prices = prices
+    def __init__(self, tenants: Tenants, tools: RegistryFactory, *,
+                 deadline_key: str = "deadline") -> None:
+        self._tenants = tenants
         self._tools = tools
-        self._persona = persona
         self._deadline_key = deadline_key
 
     async def __call__(self, state: ThreadState) -> dict[str, Any]:
         turn = state["turn"]
         emit = Emitter(turn)
+        tenant = self._tenants(turn["tenant"])
         recalled = tuple(
             Recalled(id=r["id"], kind=r["kind"], title=r["title"], text=r["text"],
                      snippet=r["snippet"], score=r["score"])
@@ -66,7 +64,7 @@ class Respond:
         )
         hy, hm, hd = turn["hijri"]
         system = compose_system_prompt(
-            persona=self._persona,
+            persona=tenant.profile.persona_name,
             tone_block=turn["tone_prompt"],
             region=turn["dialect"],
             recalled=[r for r in recalled if r.kind == "document"],
@@ -90,8 +88,8 @@ class Respond:
                           thread_id=turn["thread_id"], turn_id=turn["turn_id"],
                           deadline=turn.get(self._deadline_key))
         started = time.monotonic()
-        out = await run_model_turn(self._model, request, registry, ctx, emit,
-                                   prices=self._prices)
+        out = await run_model_turn(tenant.model, request, registry, ctx, emit,
+                                   prices=tenant.prices)
         usage = out.usage
         return {
             "turn": {

@@ -123,3 +123,22 @@ async def test_arabizi_greeting_gets_arabic_reply(run_service) -> None:
     assert events[-1].turn_completed.script == "arabizi"
     assert "وعليكم السلام" in reply(events)
     assert kinds(events)[-1] == "turn_completed"
+
+
+async def test_tenants_have_their_own_voice_and_national_days(run_service) -> None:
+    from service import DiwaniyaClient
+
+    tenants = {
+        "bank": {"register_policy": "msa", "persona_name": "مساعد البنك",
+                 "national_days": {"KW": [[11, 2, "يوم المؤسسة"]]}},
+    }
+    async with run_service(api_keys={"k-bank": "bank", "k-shop": "shop"},
+                           tenants=tenants) as svc:
+        async with DiwaniyaClient(svc.target, api_key="k-bank") as bank, \
+                DiwaniyaClient(svc.target, api_key="k-shop") as shop:
+            b = await collect(bank.send("السلام عليكم", user_id="u1", country="KW",
+                                        client_time=ORDINARY_MORNING))
+            s = await collect(shop.send("السلام عليكم", user_id="u1", country="KW",
+                                        client_time=ORDINARY_MORNING))
+    assert "يوم المؤسسة" in reply(b)  # the bank's own national-day table
+    assert "يوم المؤسسة" not in reply(s)

@@ -1,0 +1,37 @@
+"""Per-tenant configuration: voice, calendar overrides and model.
+
+One service serves many companies. Each tenant may have its own persona and
+register policy, national-day overrides and moon-sighting offsets, and its own
+model endpoint; everything unset falls back to the service default.
+
+>>> directory = Tenants(default=Tenant(ToneProfile(), SeasonCalendar(), model))  # doctest: +SKIP
+>>> directory("acme").profile.persona_name                                       # doctest: +SKIP
+'ديوانية'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from majlis.culture import SeasonCalendar, ToneProfile
+from majlis.models import ChatModel, Pricing
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    profile: ToneProfile
+    calendar: SeasonCalendar
+    model: ChatModel
+    prices: Pricing | None = None
+
+
+@dataclass(frozen=True)
+class Tenants:
+    """``tenants(name)`` → that tenant's :class:`Tenant`, or the default."""
+
+    default: Tenant
+    overrides: Mapping[str, Tenant] = field(default_factory=dict)
+
+    def __call__(self, tenant: str) -> Tenant:
+        return self.overrides.get(tenant, self.default)
