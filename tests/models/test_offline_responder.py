@@ -101,7 +101,9 @@ async def test_opening_and_closing_frame_the_answer() -> None:
     text, _ = await reply(
         ask("متى تبدأ ساعات الدوام؟", opening="وعليكم السلام ورحمة الله", closing="حياك الله")
     )
-    assert text.startswith("وعليكم السلام ورحمة الله ")
+    # Each part is its own sentence: the greeting gets a full stop before the answer.
+    assert text.startswith("وعليكم السلام ورحمة الله. ")
+    assert "ساعات الدوام" in text
     assert text.endswith(" حياك الله")
 
 
