@@ -139,23 +139,31 @@ class DialectIdentifier(Protocol):
     def identify(self, text: str) -> DialectResult: ...
 
 
-def _result(probs: npt.NDArray[np.float64]) -> DialectResult:
-    best = int(np.argmax(probs))
+def _result(probs: Sequence[float]) -> DialectResult:
+    best = max(range(len(REGIONS)), key=probs.__getitem__)
     return DialectResult(
         region=REGIONS[best],
-        confidence=float(probs[best]),
-        scores={r: float(p) for r, p in zip(REGIONS, probs, strict=True)},
+        confidence=probs[best],
+        scores=dict(zip(REGIONS, probs, strict=True)),
     )
 
 
-def _softmax(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    e = np.exp(z - z.max())
-    out: npt.NDArray[np.float64] = e / e.sum()
-    return out
+# Six-element vectors: plain floats beat numpy's per-call overhead here.
+def _log_softmax(z: Sequence[float]) -> list[float]:
+    top = max(z)
+    log_total = top + math.log(sum(math.exp(v - top) for v in z))
+    return [v - log_total for v in z]
+
+
+def _softmax(z: Sequence[float]) -> list[float]:
+    top = max(z)
+    e = [math.exp(v - top) for v in z]
+    total = sum(e)
+    return [v / total for v in e]
 
 
 class LinearDialectModel:
-    """Multinomial logistic regression over length-normalised hashed counts.
+    """Logistic regression (+ optional naive Bayes) over length-normalised hashed counts.
 
     >>> model = load_dialect_identifier()
     >>> model.identify("عايز اشحن الرصيد").region
@@ -166,37 +174,53 @@ class LinearDialectModel:
         self,
         weights: npt.NDArray[np.floating],
         bias: npt.NDArray[np.floating],
+        nb_weights: npt.NDArray[np.floating] | None = None,
         marker_weight: float = 1.0,
     ) -> None:
-        if weights.ndim != 2 or weights.shape[1] != len(REGIONS) or bias.shape != (len(REGIONS),):
+        k = len(REGIONS)
+        if weights.ndim != 2 or weights.shape[1] != k or bias.shape != (k,):
             raise ConfigurationError(f"dialect weights have shape {weights.shape}, expected (B, 6)")
         buckets = weights.shape[0]
         if buckets & (buckets - 1):
             raise ConfigurationError("dialect bucket count must be a power of two")
-        self._w = weights.astype(np.float32)
-        self._b = bias.astype(np.float64)
+        if nb_weights is not None and nb_weights.shape != weights.shape:
+            raise ConfigurationError("naive Bayes weights must have the same shape as the LR ones")
+        # One (B, 6 or 12) matrix: a single gather per message serves both models.
+        stacked = weights if nb_weights is None else np.hstack([weights, nb_weights])
+        self._w = np.ascontiguousarray(stacked, dtype=np.float32)
+        self._b = [float(x) for x in bias]
+        self._has_nb = nb_weights is not None
         self.buckets = buckets
         # Each marker word adds this to its region's logit on top of the
         # learned weights: the learned ones are diluted by tweet vocabulary,
         # while in a two-word support message one marker is the evidence.
         self.marker_weight = marker_weight
 
-    def logits(self, text: str) -> npt.NDArray[np.float64]:
+    def log_scores(self, text: str) -> list[float]:
+        """Log-probabilities over REGIONS (up to a constant)."""
         ws = dialect_words(text)
         ids = features_of_words(ws, self.buckets)
+        k = len(REGIONS)
         if not ids:
-            return self._b.copy()
-        # Counts scaled by 1/sqrt(number of features): length-independent
-        # like an L2 norm, without a per-message np.unique.
-        z: npt.NDArray[np.float64] = self._w[ids].sum(axis=0) / math.sqrt(len(ids)) + self._b
+            return _log_softmax(self._b)
+        markers = [0.0] * k
         for w in ws:
             region = _MARKER_OF.get(w)
             if region is not None:
-                z[_REGION_INDEX[region]] += self.marker_weight
-        return z
+                markers[_REGION_INDEX[region]] += self.marker_weight
+        # Counts scaled by 1/sqrt(number of features): length-independent
+        # like an L2 norm, without a per-message np.unique.
+        row = (self._w[ids].sum(axis=0) * (1.0 / math.sqrt(len(ids)))).tolist()
+        z_lr = _log_softmax([row[i] + self._b[i] + markers[i] for i in range(k)])
+        if not self._has_nb:
+            return z_lr
+        # Equal-weight product of the two models' distributions (weight fixed
+        # a priori, not tuned on the held-out split).
+        z_nb = _log_softmax([row[k + i] + markers[i] for i in range(k)])
+        return [0.5 * (a + b) for a, b in zip(z_lr, z_nb, strict=True)]
 
     def identify(self, text: str) -> DialectResult:
-        return _result(_softmax(self.logits(text)))
+        return _result(_softmax(self.log_scores(text)))
 
 
 _ARTEFACT = "dialect.npz.gz"
@@ -210,7 +234,8 @@ def load_dialect_identifier() -> DialectIdentifier:
     except (FileNotFoundError, ModuleNotFoundError) as exc:
         raise ConfigurationError(f"dialect model {_ARTEFACT} missing from nlp/data") from exc
     with np.load(io.BytesIO(gzip.decompress(blob))) as arrays:
-        return LinearDialectModel(arrays["weights"], arrays["bias"])
+        nb = arrays["nb_weights"] if "nb_weights" in arrays.files else None
+        return LinearDialectModel(arrays["weights"], arrays["bias"], nb)
 
 
 def pool_dialects(
@@ -232,8 +257,10 @@ def pool_dialects(
     ws = [1.0] * len(results) if weights is None else list(weights)
     if len(ws) != len(results):
         raise InvalidRequest("pool_dialects: one weight per result is required")
-    total = np.zeros(len(REGIONS))
+    total = [0.0] * len(REGIONS)
     for res, w in zip(results, ws, strict=True):
-        probs = np.array([max(res.scores.get(r, 0.0), 1e-9) for r in REGIONS])
-        total += w * np.log(probs / probs.sum())
+        # Floor at 1e-9 so one zero score cannot veto a region forever.
+        probs = [max(res.scores.get(r, 0.0), 1e-9) for r in REGIONS]
+        norm = sum(probs)
+        total = [t + w * math.log(p / norm) for t, p in zip(total, probs, strict=True)]
     return _result(_softmax(total))
