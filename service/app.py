@@ -55,6 +55,7 @@ class App:
             max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
             keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
             drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
+            readiness_interval_s=s.readiness_interval_s,
         )
         return Server(servicer, self.ready, options, self.draining)
 

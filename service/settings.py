@@ -55,6 +55,7 @@ class Settings(BaseSettings):
     keepalive_timeout_s: int = Field(default=20, ge=1)
     drain_grace_s: float = Field(default=20.0, ge=0)
     drain_delay_s: float = Field(default=2.0, ge=0)
+    readiness_interval_s: float = Field(default=5.0, gt=0)
     default_turn_timeout_s: float = Field(default=120.0, gt=0)
 
     # --- auth: API key -> tenant. Empty: open mode, every caller is tenant "default".

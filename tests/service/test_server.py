@@ -150,3 +150,4 @@ def test_sigterm_drains_the_real_process(tmp_path: Path, openai_server: Scripted
     assert events[-1].HasField("turn_completed")
     assert code == 0
     assert elapsed < 10
+
