@@ -33,8 +33,8 @@ async def test_readiness_follows_the_database(run_service, pg_dsn: str) -> None:
     assert down and up
 
 
-async def _wait_for(client: DiwaniyaClient, status: str, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
+async def _wait_for(client: DiwaniyaClient, status: str, within_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         if await client.health("diwaniya.v1.Conversations") == status:
             return True
