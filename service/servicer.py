@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 
@@ -20,6 +20,7 @@ from service.auth import ApiKeyAuth
 from service.errors import error_code, status_for
 
 log = logging.getLogger("diwaniya.service")
+T = TypeVar("T")
 
 # Turns a Converse stream may have queued behind the running one.
 CONVERSE_INBOX = 16
@@ -137,37 +138,40 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
                                  return_exceptions=True)
 
     # ----------------------------------------------------------- threads
-    async def GetThread(
-        self, request: pb.GetThreadRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> pb.Thread:
+    async def _unary(self, context: grpc.aio.ServicerContext[Any, Any],
+                     call: Callable[[str], Awaitable[T]]) -> T:
+        """Authenticate, run ``call(tenant)``, and translate any failure at this one place."""
         try:
-            tenant = self._tenant(context)
-            view = await self._engine.get_thread(tenant, request.user_id, request.thread_id)
-            return convert.thread(view)
+            return await call(self._tenant(context))
         except Exception as exc:
             await self._abort(context, exc)
             raise
+
+    async def GetThread(
+        self, request: pb.GetThreadRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Thread:
+        async def call(tenant: str) -> pb.Thread:
+            view = await self._engine.get_thread(tenant, request.user_id, request.thread_id)
+            return convert.thread(view)
+
+        return await self._unary(context, call)
 
     async def ListThreads(
         self, request: pb.ListThreadsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListThreadsResponse:
-        try:
-            tenant = self._tenant(context)
+        async def call(tenant: str) -> pb.ListThreadsResponse:
             rows, token = await self._engine.list_threads(
                 tenant, request.user_id, page_size=request.page_size, page_token=request.page_token)
             return pb.ListThreadsResponse(threads=[convert.summary(r) for r in rows],
                                           next_page_token=token)
-        except Exception as exc:
-            await self._abort(context, exc)
-            raise
+
+        return await self._unary(context, call)
 
     async def DeleteThread(
         self, request: pb.DeleteThreadRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.DeleteThreadResponse:
-        try:
-            tenant = self._tenant(context)
+        async def call(tenant: str) -> pb.DeleteThreadResponse:
             erased = await self._engine.delete_thread(tenant, request.user_id, request.thread_id)
             return pb.DeleteThreadResponse(deleted=True, memories_erased=erased)
-        except Exception as exc:
-            await self._abort(context, exc)
-            raise
+
+        return await self._unary(context, call)
