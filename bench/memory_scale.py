@@ -10,7 +10,9 @@ holds every row).  The table grows through ``store.put`` in batches (the real
 write path, term statistics included) up to each size; at each size,
 after ``VACUUM ANALYZE`` (what autovacuum does in production), it times
 ``store.search`` end to end (keys, two round trips, BM25, snippets) for short
-queries cut from held-out sentences.
+queries cut from held-out sentences, three passes: p50/p99 of the first
+pass, and p99 of each query's best of three (filters scheduling noise on a
+shared machine; the 1-minute load average is recorded beside them).
 
 Key computation is reported separately (keys/s): the load memoises the key
 function per sentence so that a 1M-row run measures the database, not the
@@ -33,6 +35,7 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import csv  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
@@ -154,22 +157,36 @@ async def main() -> dict:
             await conn.execute("VACUUM ANALYZE memory_records")
             await conn.execute("VACUUM ANALYZE memory_terms")
             queries = make_queries(rng, held_out, args.queries)
+            users = [f"u{rng.randrange(1000)}" for _ in queries]
             for q in queries[:20]:  # warm the pool's prepared statements and cache
                 await store.search(TENANT, q, user_id="u1")
-            latencies, hits = [], 0
-            for q in queries:
-                t0 = time.perf_counter()
-                found = await store.search(TENANT, q, user_id=f"u{rng.randrange(1000)}", k=5)
-                latencies.append(1000 * (time.perf_counter() - t0))
-                hits += bool(found)
+            # Three passes over the same queries: the first is what a user sees
+            # (p50/p99 as measured); the per-query best of three filters out the
+            # scheduling noise of a shared 2-core machine while keeping every
+            # systematic cost (a slow plan is slow in all three passes).
+            passes: list[list[float]] = []
+            hits = 0
+            for _ in range(3):
+                latencies = []
+                for q, user in zip(queries, users, strict=True):
+                    t0 = time.perf_counter()
+                    found = await store.search(TENANT, q, user_id=user, k=5)
+                    latencies.append(1000 * (time.perf_counter() - t0))
+                    hits += bool(found)
+                passes.append(latencies)
+            first = passes[0]
+            best = [min(times) for times in zip(*passes, strict=True)]
             db_mb = await conn.fetchval("SELECT pg_database_size(current_database())") / 2**20
             row = {
                 "rows": size,
                 "insert_rows_per_s": round(added / insert_s),
-                "search_p50_ms": round(statistics.median(latencies), 2),
-                "search_p99_ms": round(pct(latencies, 0.99), 2),
-                "search_max_ms": round(max(latencies), 2),
-                "queries_with_hits": round(hits / len(queries), 3),
+                "search_p50_ms": round(statistics.median(first), 2),
+                "search_p99_ms": round(pct(first, 0.99), 2),
+                "search_max_ms": round(max(first), 2),
+                "best_of_3_p50_ms": round(statistics.median(best), 2),
+                "best_of_3_p99_ms": round(pct(best, 0.99), 2),
+                "queries_with_hits": round(hits / (3 * len(queries)), 3),
+                "load_avg_1m": round(os.getloadavg()[0], 2),
                 "db_mb": round(db_mb),
             }
             results.append(row)
@@ -182,9 +199,9 @@ async def main() -> dict:
 
     cols = list(results[0])
     print(f"memory_scale: {len(sentences)} source sentences, nlp keys {keys_per_s:.0f} texts/s")
-    print("".join(f"{c:>20}" for c in cols))
+    print("".join(f"{c:>18}" for c in cols))
     for row in results:
-        print("".join(f"{row[c]:>20}" for c in cols))
+        print("".join(f"{row[c]:>18}" for c in cols))
     summary = {"sizes": results, "keys_texts_per_s": round(keys_per_s), "target_p99_ms": 20}
     out = ROOT / "bench" / "results" / "memory_scale.json"
     out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

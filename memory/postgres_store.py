@@ -284,10 +284,13 @@ class PostgresMemoryStore:
             idf = {lex: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for lex, df in known}
             tsquery = _candidate_query(known, self._budget)
             kind_list = [Kind(x).value for x in (kinds or list(Kind))]
-            rows = await conn.fetch(
-                _SEARCH, tenant, user_id, tsquery, list(idf), list(idf.values()), kind_list,
-                K1, B, avgdl, self._budget, k,
-            )
+            args = (user_id, list(idf), list(idf.values()), kind_list, K1, B, avgdl,
+                    self._budget, k)
+            rows = await conn.fetch(_SEARCH, tenant, args[0], tsquery, *args[1:])
+            if len(rows) < k and "&" in tsquery:
+                # Common words that never meet: fall back to the rarest alone.
+                rarest = min(known, key=lambda item: item[1])[0]
+                rows = await conn.fetch(_SEARCH, tenant, args[0], _quote_lexeme(rarest), *args[1:])
         wanted = set(terms) | set(idf)
         return [
             SearchHit(
@@ -367,12 +370,23 @@ def _candidate_query(known: list[tuple[str, int]], budget: int) -> str:
 
     >>> _candidate_query([("في", 90_000), ("خاشقجي", 12), ("ولد", 400)], 500)
     "'خاشقجي' | 'ولد'"
-    >>> _candidate_query([("في", 90_000), ("ولد", 4_000), ("عام", 8_000)], 500)
-    "'ولد' & 'عام'"
+
+    When even the rarest is over budget, it is AND-ed with the rarest lexeme
+    that is not a form of the same word (a stem inside its surface form, as
+    يرحم in يرحمك, would narrow nothing):
+
+    >>> _candidate_query([("الله", 150_000), ("يرحمك", 1_121), ("يرحم", 8_011)], 500)
+    "'يرحمك' & 'الله'"
     """
     ranked = sorted(known, key=lambda item: item[1])
+    rarest = ranked[0][0]
     if ranked[0][1] > budget:
-        return " & ".join(_quote_lexeme(lex) for lex, _ in ranked[:2])
+        partner = next(
+            (lex for lex, _ in ranked[1:] if lex not in rarest and rarest not in lex), None
+        )
+        if partner is None:
+            return _quote_lexeme(rarest)
+        return f"{_quote_lexeme(rarest)} & {_quote_lexeme(partner)}"
     chosen: list[str] = []
     spent = 0
     for lexeme, df in ranked:
