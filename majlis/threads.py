@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal, Protocol
 
 from diwaniya.errors import ResourceExhausted, ThreadBusy
@@ -97,7 +97,7 @@ def busy_error(thread_id: str, waited: float | None = None) -> ThreadBusy:
 
 
 async def acquire_polling(
-    try_acquire: Callable[[], asyncio.Future[bool] | object],
+    try_acquire: Callable[[], Awaitable[bool]],
     thread_id: str,
     *,
     policy: Policy,
@@ -111,8 +111,7 @@ async def acquire_polling(
     """
     start = time.monotonic()
     while True:
-        got = await try_acquire()  # type: ignore[misc]
-        if got:
+        if await try_acquire():
             return
         if policy == "reject":
             raise busy_error(thread_id)
@@ -122,6 +121,3 @@ async def acquire_polling(
         await asyncio.sleep(min(interval_s, max(0.0, wait_s - waited)))
         interval_s = min(interval_s * 1.5, 0.5)
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -119,10 +120,15 @@ class PostgresThreadStore:
                 yield
             finally:
                 # The lock is session-level: release it before the connection
-                # returns to the pool, even when the turn was cancelled.
-                await conn.execute(
-                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)
-                )
+                # returns to the pool, even when the turn was cancelled. If the
+                # unlock itself fails, close the connection — PostgreSQL then
+                # drops the lock — rather than pool a connection that holds it.
+                try:
+                    await asyncio.shield(conn.execute(
+                        "SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)))
+                except BaseException:
+                    await conn.close()
+                    raise
 
     async def ping(self) -> None:
         async with self._pool.connection() as conn:
