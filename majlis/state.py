@@ -1,8 +1,11 @@
 """The thread state persisted in every checkpoint.
 
 Invariants:
-* ``messages`` is append-only and only the last node of a turn appends to it,
-  so a turn that fails half-way never leaves half a turn in the history.
+* Only the last node of a turn (``remember``) writes thread-level fields:
+  ``messages`` (append-only), phase, dialect, usage. Earlier nodes write only
+  into ``turn``. A turn that fails or is cancelled half-way may leave a
+  checkpoint behind, but it differs from the last good one only in ``turn``,
+  which the next turn's input replaces — never half a turn in the thread.
 * ``turn`` is scratch space for the running turn; the input of each turn
   replaces it wholesale (``{"reset": True, ...}``) and nodes merge into it.
 * ``completed`` maps request ids to the events of their finished turns, so a

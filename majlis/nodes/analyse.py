@@ -40,8 +40,7 @@ class Analyse:
                 "dialect": pooled.region,
                 "dialect_confidence": round(float(pooled.confidence), 4),
                 "message_dialect": result.region,
+                # Committed to the thread by the last node only (see majlis.state).
+                "dialect_history": [*history, record][-HISTORY:],
             },
-            "dialect_history": [*history, record][-HISTORY:],
-            "dialect": pooled.region,
-            "dialect_confidence": round(float(pooled.confidence), 4),
         }

@@ -76,11 +76,11 @@ class PhaseNode:
                 "hijri": list(moment.hijri),
                 "local_time": moment.local.isoformat(),
                 "modifiers": [m.key for m in moment.modifiers],
+                # Committed to the thread by the last node only (see majlis.state).
+                "cycle": state.get("cycle", 0) + (1 if step.new_cycle else 0),
+                "gender": gender,
+                "formality": tone.formality,
             },
-            "phase": str(step.current),
-            "cycle": state.get("cycle", 0) + (1 if step.new_cycle else 0),
-            "gender": gender,
-            "formality": tone.formality,
         }
 
 

@@ -41,6 +41,14 @@ class Remember:
             "messages": messages,
             "last_user_at": turn["at"],
             "usage": usage,
+            # What earlier nodes worked out, committed together with the turn.
+            "phase": turn["phase"],
+            "cycle": turn["cycle"],
+            "gender": turn.get("gender"),
+            "formality": turn["formality"],
+            "dialect": turn["dialect"],
+            "dialect_confidence": turn.get("dialect_confidence", 0.0),
+            "dialect_history": turn["dialect_history"],
         }
         if turn.get("request_id"):
             update["completed"] = {turn["request_id"]: {

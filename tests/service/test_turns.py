@@ -190,6 +190,9 @@ async def test_client_cancel_stops_the_turn(run_service, openai_server: Scripted
                 break
         thread_id = seen[0].thread_id
         await asyncio.sleep(0.3)
+        cancelled = await svc.client.get_thread(thread_id, user_id="u1")
+        # Nothing of the cancelled turn reached the thread: no messages, no phase.
+        assert list(cancelled.messages) == [] and cancelled.phase == ""
         # The lock was released and nothing was written: a new turn runs at once.
         after = await collect(svc.client.send("هلا", user_id="u1", thread_id=thread_id))
         thread = await svc.client.get_thread(thread_id, user_id="u1")
