@@ -12,6 +12,21 @@ from majlis.state import ThreadState
 # because a user who switches to MSA for a formal complaint should be mirrored.
 HISTORY = 12
 
+# The caller's country hint (ISO 3166-1) as a region, grouped as in the
+# training data (see ../shared/data/SOURCES.md): Yemen with the Gulf, Sudan
+# with Egypt.
+COUNTRY_REGION: dict[str, str] = {
+    **dict.fromkeys(("AE", "BH", "KW", "OM", "QA", "SA", "YE"), "gulf"),
+    "IQ": "iraqi",
+    **dict.fromkeys(("EG", "SD"), "egyptian"),
+    **dict.fromkeys(("JO", "LB", "PS", "SY"), "levantine"),
+    **dict.fromkeys(("DZ", "LY", "MA", "TN", "MR"), "maghrebi"),
+}
+# Weight of the country prior: enough to settle an ambiguous "صباح الخير",
+# too little to overrule a message that clearly reads as another dialect
+# (an Egyptian customer of a Kuwaiti company is mirrored as Egyptian).
+COUNTRY_WEIGHT = 0.35
+
 
 class Analyse:
     """Reads the message: script (Arabic/Latin/Arabizi/mixed) and dialect region.
@@ -29,6 +44,9 @@ class Analyse:
         script = nlp.detect_script(text)
         source = nlp.arabizi_to_arabic(text) if script == nlp.Script.ARABIZI else text
         result = self._identifier.identify(source)
+        prior = COUNTRY_REGION.get(turn.get("country") or "")
+        if prior is not None:
+            result = _with_prior(result, prior)
         history: Sequence[dict[str, Any]] = state.get("dialect_history", [])
         past = [nlp.DialectResult(h["region"], h["confidence"], h["scores"]) for h in history]
         pooled = nlp.pool_dialects([*past, result]) if past else result
@@ -44,3 +62,16 @@ class Analyse:
                 "dialect_history": [*history, record][-HISTORY:],
             },
         }
+
+
+def _with_prior(result: nlp.DialectResult, region: str) -> nlp.DialectResult:
+    """Blend the message's scores with a one-hot prior on ``region``.
+
+    >>> r = nlp.DialectResult("maghrebi", 0.32, {"maghrebi": 0.32, "gulf": 0.30, "msa": 0.38})
+    >>> _with_prior(r, "gulf").region
+    'gulf'
+    """
+    scores = {k: (1 - COUNTRY_WEIGHT) * v for k, v in result.scores.items()}
+    scores[region] = scores.get(region, 0.0) + COUNTRY_WEIGHT
+    best = max(scores, key=lambda k: scores[k])
+    return nlp.DialectResult(best, scores[best], scores)

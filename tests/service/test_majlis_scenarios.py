@@ -142,3 +142,16 @@ async def test_tenants_have_their_own_voice_and_national_days(run_service) -> No
                                         client_time=ORDINARY_MORNING))
     assert "يوم المؤسسة" in reply(b)  # the bank's own national-day table
     assert "يوم المؤسسة" not in reply(s)
+
+
+async def test_country_settles_an_ambiguous_greeting_but_not_a_clear_dialect(run_service
+                                                                            ) -> None:
+    async with run_service() as svc:
+        kw = await collect(svc.client.send("صباح الخير", user_id="u1", country="KW",
+                                           client_time=ORDINARY_MORNING))
+        eg = await collect(svc.client.send("ازيك يا باشا، عايز اعرف الطلب بتاعي فين",
+                                           user_id="u2", country="KW",
+                                           client_time=ORDINARY_MORNING))
+    assert kw[-1].turn_completed.dialect == "gulf"
+    assert reply(kw).startswith("صباح النور")
+    assert eg[-1].turn_completed.dialect == "egyptian"
