@@ -144,15 +144,20 @@ LEFT JOIN memory_stats AS s ON s.tenant = $1
 # Every numeric parameter is cast explicitly: left to inference, ``$9`` next
 # to the integer ``doc_len`` became an integer and BM25 lost its length
 # normalisation.
-# Visibility: tenant-wide rows plus the asking user's own; ``user_id = NULL``
-# is never true, so without a user only tenant-wide rows are seen.
+# Visibility: tenant-wide rows (user_id NULL) plus the asking user's own; a
+# search without a user sees tenant-wide rows only ('' is never a user id:
+# NewRecord.validated rejects it).  Written with coalesce rather than
+# "user_id IS NULL OR user_id = $2" on purpose: that form matches the
+# (tenant, user_id) btree, and before ANALYZE has run on a freshly loaded
+# table the planner preferred it and checked tsv row by row (20k rows:
+# 135 ms) instead of using the GIN index.
 _SEARCH = f"""
 WITH w AS (SELECT * FROM unnest($4::text[], $5::float8[]) AS w(lexeme, idf)),
 cand AS (
     SELECT r.* FROM memory_records AS r
     WHERE r.tsv @@ $3::text::tsquery
       AND r.tenant = $1
-      AND (r.user_id IS NULL OR r.user_id = $2)
+      AND coalesce(r.user_id, '') IN ('', coalesce($2::text, ''))
       AND r.kind = ANY($6::text[])
     LIMIT $10
 )
