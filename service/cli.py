@@ -127,12 +127,13 @@ async def _kb(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.kb_command == "ingest":
             report = await kb.ingest_files(store, args.tenant, args.files)
-            print(json.dumps({"documents": report.documents,
+            print(json.dumps({"documents": report.documents, "doc_ids": report.doc_ids,
                               "chunks_written": report.chunks_written,
                               "chunks_removed": report.chunks_removed}, ensure_ascii=False))
         elif args.kb_command == "search":
             for hit in await kb.search(store, args.tenant, args.query, k=args.k):
-                print(json.dumps({"id": hit.record.id, "score": round(hit.score, 4),
+                print(json.dumps({"id": hit.record.id, "doc_id": hit.record.doc_id,
+                                  "score": round(hit.score, 4),
                                   "title": hit.record.title, "snippet": hit.snippet},
                                  ensure_ascii=False))
         else:

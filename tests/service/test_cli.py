@@ -1,0 +1,50 @@
+"""The ``diwaniya`` command line: kb ingest / search / delete, as an operator runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+POLICY = """# سياسة الاسترجاع
+
+يمكن إرجاع المنتج خلال ١٤ يوماً من تاريخ الاستلام بشرط أن يكون بحالته الأصلية.
+
+## الشحن
+
+التوصيل داخل الكويت خلال يومين عمل، والشحن مجاني للطلبات فوق ١٠ دنانير.
+"""
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+    return subprocess.run([sys.executable, "-m", "service", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_kb_ingest_search_reingest_delete(tmp_path: Path) -> None:
+    doc = tmp_path / "policy.md"
+    doc.write_text(POLICY, encoding="utf-8")
+    first = _run(tmp_path, "kb", "ingest", "--tenant", "shop", str(doc))
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["documents"] == 1 and report["chunks_written"] >= 2
+
+    found = _run(tmp_path, "kb", "search", "--tenant", "shop", "كم يوم عندي لإرجاع المنتج؟")
+    hits = [json.loads(line) for line in found.stdout.splitlines()]
+    assert hits and "١٤" in hits[0]["snippet"]
+    other = _run(tmp_path, "kb", "search", "--tenant", "another", "إرجاع المنتج")
+    assert other.returncode == 0 and other.stdout.strip() == ""  # tenants never mix
+
+    again = _run(tmp_path, "kb", "ingest", "--tenant", "shop", str(doc))
+    assert json.loads(again.stdout)["chunks_removed"] == 0  # re-ingest updates in place
+
+    assert hits[0]["doc_id"] in report["doc_ids"]
+    gone = _run(tmp_path, "kb", "delete", "--tenant", "shop", hits[0]["doc_id"])
+    assert gone.returncode == 0, gone.stderr
+    assert json.loads(gone.stdout)["chunks_removed"] == report["chunks_written"]
+    after = _run(tmp_path, "kb", "search", "--tenant", "shop", "إرجاع المنتج")
+    assert after.stdout.strip() == ""
