@@ -5,7 +5,8 @@ default), so ``والكتاب`` in a document and ``كتاب`` in a question mee
 same key while the original text is kept for display.
 
 >>> store = await open_store(None, sqlite_path=Path("data/memory.sqlite3"))  # doctest: +SKIP
->>> await store.put([NewRecord(tenant="t", kind=Kind.FACT, user_id="u", text="اسمي محمد")])
+>>> fact = NewRecord(tenant="t", kind=Kind.FACT, user_id="u", text="اسمي محمد")
+>>> await store.put([fact])  # doctest: +SKIP
 >>> (await store.search("t", "وش اسمي؟", user_id="u"))[0].snippet  # doctest: +SKIP
 '[[اسمي]] محمد'
 """
