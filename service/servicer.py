@@ -116,14 +116,23 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
             await inbox.put(None)
 
         async def worker() -> None:
-            while not self._draining.is_set():
-                msg = await inbox.get()
+            drained = asyncio.create_task(self._draining.wait())
+            while True:
+                # An idle stream ends as soon as the server drains, instead of
+                # holding the shutdown for the whole grace period.
+                got = asyncio.create_task(inbox.get())
+                await asyncio.wait({got, drained}, return_when=asyncio.FIRST_COMPLETED)
+                if not got.done():
+                    got.cancel()
+                    break
+                msg = got.result()
                 if msg is None:
                     break
                 current["turn_id"] = ""
                 current["task"] = asyncio.create_task(run(msg))
                 # wait() rather than await: a cancelled turn must not cancel the worker.
                 await asyncio.wait({current["task"]})
+            drained.cancel()
             out.put_nowait(None)
 
         tasks = [asyncio.create_task(reader()), asyncio.create_task(worker())]

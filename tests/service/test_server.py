@@ -151,3 +151,22 @@ def test_sigterm_drains_the_real_process(tmp_path: Path, openai_server: Scripted
     assert code == 0
     assert elapsed < 10
 
+
+
+async def test_drain_ends_an_idle_converse_stream_promptly(run_service) -> None:
+    async with run_service() as svc:
+        hold = asyncio.Event()
+        stream = svc.client.converse(_messages(_msg("هلا"), hold=hold))
+        events = []
+        async for event in stream:
+            events.append(event)
+            if event.HasField("turn_completed"):
+                break
+        started = time.monotonic()
+        drain = asyncio.create_task(svc.server.drain(10.0, delay=0))
+        rest = [e async for e in stream]  # the server closes the idle stream
+        elapsed = time.monotonic() - started
+        await drain
+        hold.set()
+    assert rest == []
+    assert elapsed < 5.0  # well inside the 10 s grace
