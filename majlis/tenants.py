@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from majlis.culture import SeasonCalendar, ToneProfile
 from majlis.models import ChatModel, Pricing
+from majlis.tools import Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,7 @@ class Tenant:
     calendar: SeasonCalendar
     model: ChatModel
     prices: Pricing | None = None
+    tools: tuple[Tool, ...] = ()  # the tenant's own webhook tools (its backends)
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import nlp
 from majlis.models import Recalled
+from majlis.tenants import Tenants
 from majlis.tools import (
     Tool,
     ToolRegistry,
@@ -19,15 +19,15 @@ from memory import Kind, MemoryStore, NewRecord
 
 
 class TurnTools:
-    """``TurnTools(store, webhooks)(turn)`` → the :class:`ToolRegistry` for one turn.
+    """``TurnTools(store, tenants)(turn)`` → the :class:`ToolRegistry` for one turn.
 
     Built-ins are closures over the turn, so a tool can never reach another
     tenant's knowledge base or write a fact onto another user.
     """
 
-    def __init__(self, store: MemoryStore, webhooks: Sequence[Tool] = ()) -> None:
+    def __init__(self, store: MemoryStore, tenants: Tenants) -> None:
         self._store = store
-        self._webhooks = list(webhooks)
+        self._tenants = tenants
 
     def __call__(self, turn: dict[str, Any]) -> ToolRegistry:
         tenant, user, thread, turn_id = (
@@ -54,4 +54,5 @@ class TurnTools:
 
         builtins: list[Tool] = [kb_search_tool(search), remember_fact_tool(remember),
                                 handoff_tool(summarise)]
-        return ToolRegistry([*builtins, *self._webhooks], keys=nlp.search_keys)
+        webhooks = self._tenants(tenant).tools
+        return ToolRegistry([*builtins, *webhooks], keys=nlp.search_keys)

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -95,8 +96,9 @@ def _first(value: Any, default: Any) -> Any:
 
 
 def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
-                 secrets: Mapping[str, str] | None = None, model: ChatModel | None = None
-                 ) -> Tenant:
+                 http: httpx.AsyncClient, secrets: Mapping[str, str] | None = None,
+                 model: ChatModel | None = None,
+                 webhooks: list[WebhookToolConfig] | None = None) -> Tenant:
     t = tenant or TenantSettings()
     offsets = {**settings.country_offsets, **(t.country_offsets or {})}
     days = {**settings.national_days, **(t.national_days or {})}
@@ -110,17 +112,20 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
     if model is None:
         model = (OpenAICompatibleModel(config) if config
                  else OfflineResponder(keys=nlp.search_keys))
-    return Tenant(profile, calendar, model, config.pricing() if config else None)
+    if webhooks is None:
+        webhooks = load_webhooks(t.tools_file or settings.tools_file)
+    tools = tuple(WebhookTool(cfg, http, secrets=secrets) for cfg in webhooks)
+    return Tenant(profile, calendar, model, config.pricing() if config else None, tools)
 
 
-def load_webhooks(settings: Settings) -> list[WebhookToolConfig]:
-    if settings.tools_file is None:
+def load_webhooks(path: Path | None) -> list[WebhookToolConfig]:
+    if path is None:
         return []
     try:
-        raw = json.loads(settings.tools_file.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"))
         return [WebhookToolConfig.model_validate(item) for item in raw]
     except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"cannot load tools from {settings.tools_file}: {exc}") from exc
+        raise ConfigurationError(f"cannot load tools from {path}: {exc}") from exc
 
 
 async def open_persistence(settings: Settings) -> Persistence:
@@ -149,18 +154,17 @@ async def build_app(
     # The composition root is the one place allowed to read the environment.
     secrets = dict(os.environ)
     tenants = Tenants(
-        default=build_tenant(settings, secrets=secrets, model=model),
-        overrides={name: build_tenant(settings, t, secrets=secrets)
+        default=build_tenant(settings, http=http, secrets=secrets, model=model,
+                             webhooks=webhooks),
+        overrides={name: build_tenant(settings, t, http=http, secrets=secrets)
                    for name, t in settings.tenants.items()},
     )
-    hooks = [WebhookTool(cfg, http, secrets=secrets)
-             for cfg in (webhooks if webhooks is not None else load_webhooks(settings))]
     deps = GraphDeps(
         identifier=nlp.load_dialect_identifier(),
         tenants=tenants,
         store=store,
         extractor=RuleFactExtractor(),
-        tools=TurnTools(store, hooks),
+        tools=TurnTools(store, tenants),
         long_gap=timedelta(hours=settings.long_gap_hours),
     )
     graph = build_graph(deps, persistence.checkpointer)

@@ -34,6 +34,8 @@ class TenantSettings(BaseModel):
     model_api_key_env: str | None = None
     model_price_prompt_per_1k: float | None = Field(default=None, ge=0)
     model_price_completion_per_1k: float | None = Field(default=None, ge=0)
+    # The tenant's own webhook tools (JSON list); unset: the service-wide tools_file.
+    tools_file: Path | None = None
 
 
 class Settings(BaseSettings):

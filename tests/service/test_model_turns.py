@@ -96,3 +96,32 @@ async def test_unreachable_model_still_gives_a_non_blank_reply(run_service) -> N
         events = await collect(svc.client.send("هلا", user_id="u1"))
     assert any(e.HasField("error") for e in events)
     assert events[-1].turn_completed.text.strip()
+
+
+async def test_offline_responder_calls_only_the_tenants_own_webhook(
+    run_service, webhook_server: WebhookServer, tmp_path: Path
+) -> None:
+    url = webhook_server.route("/orders", WebhookReply(
+        json_body={"order_id": "4411", "status": "قيد التوصيل"}))
+    tools = [{
+        "name": "order_status", "description_ar": "حالة الطلب",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                       "required": ["order_id"]},
+        "url": url, "examples": ["وين طلبي", "حالة الطلب"],
+        "parameter_patterns": {"order_id": r"\d{4,}"},
+    }]
+    shop_tools = tmp_path / "shop-tools.json"
+    shop_tools.write_text(json.dumps(tools, ensure_ascii=False), encoding="utf-8")
+    async with run_service(api_keys={"k-shop": "shop", "k-bank": "bank"},
+                           tenants={"shop": {"tools_file": str(shop_tools)}}) as svc:
+        from service import DiwaniyaClient
+
+        async with DiwaniyaClient(svc.target, api_key="k-shop") as shop, \
+                DiwaniyaClient(svc.target, api_key="k-bank") as bank:
+            shop_events = await collect(shop.send("وين طلبي رقم 4411", user_id="u1"))
+            bank_events = await collect(bank.send("وين طلبي رقم 4411", user_id="u1"))
+    assert "tool_call" in kinds(shop_events) and "tool_result" in kinds(shop_events)
+    result = next(e.tool_result for e in shop_events if e.HasField("tool_result"))
+    assert result.ok and "قيد التوصيل" in result.content_json
+    assert "tool_call" not in kinds(bank_events)  # the bank has no such backend
+    assert len(webhook_server.requests) == 1
