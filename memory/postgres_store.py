@@ -2,9 +2,10 @@
 
 Layout and invariants:
 
-* ``memory_records`` keeps the original ``text`` for display, ``keys`` (the
-  key function's output joined by spaces) and ``tsv``, a generated
-  ``to_tsvector('simple', keys)``.  ``simple`` only lower-cases: the keys are
+* ``memory_records`` keeps the original ``text`` for display and ``tsv``,
+  ``to_tsvector('simple', keys)`` of the key function's output computed on
+  insert (the keys themselves are not stored: the tsvector holds them, and
+  narrower rows mean fewer heap pages per candidate).  ``simple`` only lower-cases: the keys are
   already folded and stemmed, and a second stemmer would disagree with the
   query side.  A GIN index on ``tsv`` finds candidates.
 * ``memory_terms`` (document frequency per tenant and lexeme) and
@@ -19,7 +20,6 @@ Layout and invariants:
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -36,16 +36,21 @@ __all__ = ["PostgresMemoryStore"]
 
 K1 = 1.2
 B = 0.75
-# Candidates are drawn from the rarest query terms until their summed
-# document frequencies reach the budget; commoner terms (low IDF) still
-# score those candidates but do not widen the set.  A record holding none of
-# the rare terms can score at most the commoner terms' IDF sum, so this is
-# max-score pruning, simplified.  When even the rarest term is over budget
-# (a query of common words only) the candidates are the records holding the
-# two rarest terms together.  Either way the rows scored per query are
-# bounded, which is what keeps p99 flat as the table grows
-# (bench/memory_scale.py).
-CANDIDATE_BUDGET = 500
+# Most candidate rows scored per search; see _SEARCH for how they are chosen.
+CANDIDATE_BUDGET = 250
+# A query whose rarest known word is very common (in 15% of rows, say) would
+# make the GIN index read a posting list of 150,000 entries at 1M rows (57 ms
+# measured) to keep 500 of them.  Reading rows in heap order finds matches
+# after about rows/df rows each, so past the break-even the store scans
+# instead and keeps SCAN_CANDIDATES.  Measured at 1M rows: a GIN posting entry
+# costs ~0.36 us, a heap row tested with @@ ~1.4 us, hence the ratio 4: scan
+# when df * 0.36 > SCAN_CANDIDATES * (n / df) * 1.4, i.e. df² > 4·C·n.  Both
+# sides then cost at most ~7 ms at 1M rows.  SCAN_MAX_ROWS bounds a scan
+# whose filters (kind, user) reject most rows; too few candidates then fall
+# back to the index.
+SCAN_CANDIDATES = 100
+SCAN_COST_RATIO = 4.0
+SCAN_MAX_ROWS = 50_000
 
 # Serialises schema creation across replicas starting at once.
 _SCHEMA_LOCK = 0x6469_7761_6D65_6D  # "diwamem"
@@ -64,9 +69,8 @@ CREATE TABLE IF NOT EXISTS memory_records (
     doc_id     text,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
-    keys       text NOT NULL,
     doc_len    integer NOT NULL,
-    tsv        tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, keys)) STORED,
+    tsv        tsvector NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS memory_records_tsv ON memory_records USING gin (tsv);
@@ -86,6 +90,20 @@ CREATE TABLE IF NOT EXISTS memory_stats (
 );
 """
 
+# Databases created before the keys column was dropped: tsv was generated
+# from keys.  DROP EXPRESSION turns it into a plain column keeping its values
+# (catalog change only, no rewrite), after which keys can go.  Run only when
+# keys still exists, so a normal start takes no ACCESS EXCLUSIVE lock.
+_HAS_KEYS_COLUMN = """
+SELECT EXISTS (SELECT 1 FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'memory_records'
+                 AND column_name = 'keys')
+"""
+_DROP_KEYS_COLUMN = """
+ALTER TABLE memory_records ALTER COLUMN tsv DROP EXPRESSION IF EXISTS;
+ALTER TABLE memory_records DROP COLUMN IF EXISTS keys;
+"""
+
 _COLUMNS = (
     "r.id, r.tenant, r.user_id, r.kind, r.text, r.title, r.metadata::text, r.thread_id,"
     " r.turn_id, r.doc_id, r.created_at, r.updated_at"
@@ -93,9 +111,9 @@ _COLUMNS = (
 
 _UPSERT = f"""
 INSERT INTO memory_records AS r
-    (tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id, keys, doc_len)
+    (tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id, tsv, doc_len)
 SELECT t.tenant, t.id, t.user_id, t.kind, t.text, t.title, t.metadata::jsonb, t.thread_id,
-       t.turn_id, t.doc_id, t.keys, t.doc_len
+       t.turn_id, t.doc_id, to_tsvector('simple'::regconfig, t.keys), t.doc_len
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
             $8::text[], $9::text[], $10::text[], $11::text[], $12::int[])
      AS t(tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id, keys,
@@ -103,7 +121,7 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text
 ON CONFLICT (tenant, id) DO UPDATE SET
     user_id = excluded.user_id, kind = excluded.kind, text = excluded.text,
     title = excluded.title, metadata = excluded.metadata, thread_id = excluded.thread_id,
-    turn_id = excluded.turn_id, doc_id = excluded.doc_id, keys = excluded.keys,
+    turn_id = excluded.turn_id, doc_id = excluded.doc_id, tsv = excluded.tsv,
     doc_len = excluded.doc_len, updated_at = now()
 RETURNING {_COLUMNS}
 """
@@ -131,49 +149,126 @@ ON CONFLICT (tenant) DO UPDATE SET
     n_docs = m.n_docs + excluded.n_docs, total_len = m.total_len + excluded.total_len
 """
 
-_QUERY_LEXEMES = """
-SELECT u.lexeme, coalesce(t.df, 0), coalesce(s.n_docs, 0), coalesce(s.total_len, 0)
-FROM unnest(to_tsvector('simple'::regconfig, $2::text)) AS u
-LEFT JOIN memory_terms AS t ON t.tenant = $1 AND t.lexeme = u.lexeme
-LEFT JOIN memory_stats AS s ON s.tenant = $1
-"""
-
+# One round trip per search: statistics, candidate choice and BM25 in a
+# single statement.  On a busy 2-core machine every extra round trip is one
+# more wake-up of the backend, and those wake-ups, not the plan, made p99.
+#
+# q: the query's lexemes that the tenant's rows contain, rarest first, with the
+#    running sum of their document frequencies.
+# pick: the candidate tsquery.  The rarest lexemes OR-ed while their summed
+#    document frequencies stay within the budget ($7); commoner terms still
+#    score the candidates but do not widen the set.  A record holding none of
+#    the rare terms scores at most the commoner terms' IDF sum, so this is
+#    max-score pruning, simplified.  When even the rarest is over budget (a
+#    query of common words only) it is AND-ed with the rarest lexeme that is
+#    not a form of the same word (a stem inside its surface form, as يرحم in
+#    يرحمك, would narrow nothing); ``alone`` is then the rarest by itself,
+#    searched only when the AND leaves fewer than k candidates.
+# Lexemes are quoted for the tsquery cast exactly as the tsquery input
+# function expects ('' and \ escaped), so no lexeme can be an operator.
+# Either way the rows scored per query are bounded by the budget, which keeps
+# p99 flat as the table grows (bench/memory_scale.py).
+#
 # Term frequencies come from the candidate's own tsvector: setweight() marks
 # the query lexemes and ts_filter() keeps only those, both in C, so only the
 # handful of matching lexemes are unnested instead of the whole vector.
-# Every numeric parameter is cast explicitly: left to inference, ``$9`` next
+# Every numeric parameter is cast explicitly: left to inference, a float next
 # to the integer ``doc_len`` became an integer and BM25 lost its length
 # normalisation.
 # Visibility: tenant-wide rows (user_id NULL) plus the asking user's own; a
 # search without a user sees tenant-wide rows only ('' is never a user id:
 # NewRecord.validated rejects it).  Written with coalesce rather than
-# "user_id IS NULL OR user_id = $2" on purpose: that form matches the
+# "user_id IS NULL OR user_id = $3" on purpose: that form matches the
 # (tenant, user_id) btree, and before ANALYZE has run on a freshly loaded
 # table the planner preferred it and checked tsv row by row (20k rows:
 # 135 ms) instead of using the GIN index.
-_SEARCH = f"""
-WITH w AS (SELECT * FROM unnest($4::text[], $5::float8[]) AS w(lexeme, idf)),
-cand AS (
-    SELECT r.* FROM memory_records AS r
-    WHERE r.tsv @@ $3::text::tsquery
+_SEARCH = r"""
+WITH q AS MATERIALIZED (
+    SELECT u.lexeme, t.df,
+           sum(t.df) OVER (ORDER BY t.df, u.lexeme) AS spent,
+           row_number() OVER (ORDER BY t.df, u.lexeme) AS rank,
+           '''' || replace(replace(u.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted
+    FROM unnest(to_tsvector('simple'::regconfig, $2::text)) AS u
+    JOIN memory_terms AS t ON t.tenant = $1 AND t.lexeme = u.lexeme
+),
+st AS MATERIALIZED (
+    SELECT s.n_docs::float8 AS n,
+           greatest(s.total_len::float8 / greatest(s.n_docs, 1), 1.0) AS avgdl
+    FROM memory_stats AS s WHERE s.tenant = $1
+),
+w AS MATERIALIZED (
+    SELECT q.lexeme, ln(1 + (st.n - q.df + 0.5) / (q.df + 0.5)) AS idf FROM q, st
+),
+pick AS MATERIALIZED (
+    SELECT CASE WHEN r1.df <= $7::bigint
+                THEN (SELECT string_agg(q.quoted, ' | ' ORDER BY q.rank) FROM q
+                      WHERE q.spent <= $7::bigint)
+                ELSE r1.quoted || coalesce(' & ' || partner.quoted, '')
+           END::tsquery AS main,
+           CASE WHEN r1.df > $7::bigint THEN r1.quoted::tsquery END AS alone,
+           r1.df::float8 * r1.df > $10::float8 * $9::int * st.n AS scan,
+           least(ceil($10::float8 * $9::int * st.n / r1.df), $11::float8)::bigint AS scan_rows
+    FROM q AS r1
+    CROSS JOIN st
+    LEFT JOIN LATERAL (
+        SELECT q.quoted FROM q
+        WHERE q.rank > 1 AND strpos(r1.lexeme, q.lexeme) = 0 AND strpos(q.lexeme, r1.lexeme) = 0
+        ORDER BY q.rank LIMIT 1
+    ) AS partner ON true
+    WHERE r1.rank = 1
+),
+cand AS MATERIALIZED (
+  (SELECT r.id, r.doc_len, r.tsv FROM memory_records AS r
+    WHERE NOT (SELECT scan FROM pick)
+      AND r.tsv @@ (SELECT main FROM pick)
       AND r.tenant = $1
-      AND coalesce(r.user_id, '') IN ('', coalesce($2::text, ''))
-      AND r.kind = ANY($6::text[])
-    LIMIT $10
+      AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
+      AND r.kind = ANY($4::text[])
+    LIMIT $7)
+  UNION ALL
+    -- ts_match_vq is @@ spelled as a function, which no index matches: the
+    -- scan reads the tenant's rows in heap order, at most scan_rows of them.
+  (SELECT r.id, r.doc_len, r.tsv
+    FROM (SELECT r.id, r.doc_len, r.tsv, r.user_id, r.kind FROM memory_records AS r
+          WHERE (SELECT scan FROM pick) AND r.tenant = $1
+          LIMIT (SELECT scan_rows FROM pick)) AS r
+    WHERE ts_match_vq(r.tsv, (SELECT alone FROM pick))
+      AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
+      AND r.kind = ANY($4::text[])
+    LIMIT $9)
+),
+extra AS (
+    SELECT r.id, r.doc_len, r.tsv FROM memory_records AS r
+    WHERE (SELECT count(*) FROM cand) < $8::int
+      AND r.tsv @@ (SELECT alone FROM pick)
+      AND r.id NOT IN (SELECT cand.id FROM cand)
+      AND r.tenant = $1
+      AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
+      AND r.kind = ANY($4::text[])
+    LIMIT $7
+),
+top AS (
+    SELECT c.id, s.score
+    FROM (SELECT * FROM cand UNION ALL SELECT * FROM extra) AS c
+    CROSS JOIN LATERAL (
+        SELECT sum(w.idf * (x.tf * ($5::float8 + 1))
+                   / (x.tf + $5::float8 * (1 - $6::float8
+                                           + $6::float8 * c.doc_len / (SELECT avgdl FROM st))))
+               AS score
+        FROM (SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf
+              FROM unnest(ts_filter(setweight(c.tsv, 'A', (SELECT array_agg(w.lexeme) FROM w)),
+                                    '{a}')) AS u) AS x
+        JOIN w ON w.lexeme = x.lexeme
+    ) AS s
+    ORDER BY s.score DESC, c.id
+    LIMIT $8
 )
-SELECT {_COLUMNS}, s.score
-FROM cand AS r
-CROSS JOIN LATERAL (
-    SELECT sum(w.idf * (tf * ($7::float8 + 1))
-               / (tf + $7::float8 * (1 - $8::float8 + $8::float8 * r.doc_len / $9::float8)))
-           AS score
-    FROM (SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf
-          FROM unnest(ts_filter(setweight(r.tsv, 'A', $4::text[]), '{{a}}')) AS u) AS x
-    JOIN w ON w.lexeme = x.lexeme
-) AS s
-ORDER BY s.score DESC, r.id
-LIMIT $11
-"""
+-- Only the k winners are read in full (text, metadata): candidates carry
+-- just what scoring needs.
+SELECT COLUMNS, top.score, (SELECT array_agg(w.lexeme) FROM w) AS lexemes
+FROM top JOIN memory_records AS r ON r.tenant = $1 AND r.id = top.id
+ORDER BY top.score DESC, top.id
+""".replace("COLUMNS", _COLUMNS)
 
 
 class PostgresMemoryStore:
@@ -233,6 +328,8 @@ class PostgresMemoryStore:
         async with self._conn() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
             await conn.execute(_SCHEMA)
+            if await conn.fetchval(_HAS_KEYS_COLUMN):
+                await conn.execute(_DROP_KEYS_COLUMN)
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         # The last write of an id wins within a batch, as it would across batches
@@ -279,24 +376,15 @@ class PostgresMemoryStore:
         k = min(k, MAX_K)
         if not terms or k <= 0:
             return []
+        kind_list = [Kind(x).value for x in (kinds or list(Kind))]
         async with self._conn() as conn:
-            stats = await conn.fetch(_QUERY_LEXEMES, tenant, " ".join(terms))
-            known = [(row[0], int(row[1])) for row in stats if row[1] > 0]
-            if not known:
-                return []
-            n_docs, total_len = int(stats[0][2]), int(stats[0][3])
-            avgdl = max(total_len / max(n_docs, 1), 1.0)
-            idf = {lex: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for lex, df in known}
-            tsquery = _candidate_query(known, self._budget)
-            kind_list = [Kind(x).value for x in (kinds or list(Kind))]
-            args = (user_id, list(idf), list(idf.values()), kind_list, K1, B, avgdl,
-                    self._budget, k)
-            rows = await conn.fetch(_SEARCH, tenant, args[0], tsquery, *args[1:])
-            if len(rows) < k and "&" in tsquery:
-                # Common words that never meet: fall back to the rarest alone.
-                rarest = min(known, key=lambda item: item[1])[0]
-                rows = await conn.fetch(_SEARCH, tenant, args[0], _quote_lexeme(rarest), *args[1:])
-        wanted = set(terms) | set(idf)
+            rows = await conn.fetch(
+                _SEARCH, tenant, " ".join(terms), user_id, kind_list, K1, B, self._budget, k,
+                SCAN_CANDIDATES, SCAN_COST_RATIO, SCAN_MAX_ROWS,
+            )
+        if not rows:
+            return []
+        wanted = set(terms) | set(rows[0][13])
         return [
             SearchHit(
                 record=(rec := _record(row)),
@@ -368,47 +456,6 @@ async def _apply_delta(conn: asyncpg.Connection, sign: int, where: str, *args: A
                 " (SELECT * FROM unnest($1::text[], $2::text[]))",
                 [g[0] for g in gone], [g[1] for g in gone],
             )
-
-
-def _candidate_query(known: list[tuple[str, int]], budget: int) -> str:
-    """The tsquery that selects candidates: rarest lexemes OR-ed within the budget.
-
-    >>> _candidate_query([("في", 90_000), ("خاشقجي", 12), ("ولد", 400)], 500)
-    "'خاشقجي' | 'ولد'"
-
-    When even the rarest is over budget, it is AND-ed with the rarest lexeme
-    that is not a form of the same word (a stem inside its surface form, as
-    يرحم in يرحمك, would narrow nothing):
-
-    >>> _candidate_query([("الله", 150_000), ("يرحمك", 1_121), ("يرحم", 8_011)], 500)
-    "'يرحمك' & 'الله'"
-    """
-    ranked = sorted(known, key=lambda item: item[1])
-    rarest = ranked[0][0]
-    if ranked[0][1] > budget:
-        partner = next(
-            (lex for lex, _ in ranked[1:] if lex not in rarest and rarest not in lex), None
-        )
-        if partner is None:
-            return _quote_lexeme(rarest)
-        return f"{_quote_lexeme(rarest)} & {_quote_lexeme(partner)}"
-    chosen: list[str] = []
-    spent = 0
-    for lexeme, df in ranked:
-        if spent + df > budget:
-            break
-        chosen.append(_quote_lexeme(lexeme))
-        spent += df
-    return " | ".join(chosen)
-
-
-def _quote_lexeme(lexeme: str) -> str:
-    """A tsquery operand that is exactly ``lexeme``: quoted, '' and \\ escaped.
-
-    >>> _quote_lexeme("o'neil")
-    "'o''neil'"
-    """
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:
