@@ -47,7 +47,11 @@ CANDIDATE_BUDGET = 250
 # when df * 0.36 > SCAN_CANDIDATES * (n / df) * 1.4, i.e. df² > 4·C·n.  Both
 # sides then cost at most ~7 ms at 1M rows.  SCAN_MAX_ROWS bounds a scan
 # whose filters (kind, user) reject most rows; too few candidates then fall
-# back to the index.
+# back to the index.  SCAN_CANDIDATES is also the candidate count whenever
+# the rarest word is over the budget (AND of two common words, or its
+# fallback): those candidates are the first matches in heap order, not the
+# best, so scoring 250 of them instead of 100 bought no quality (ARCD with
+# 20k distractors: same recall) and cost ~2 ms at p50.
 SCAN_CANDIDATES = 100
 SCAN_COST_RATIO = 4.0
 SCAN_MAX_ROWS = 50_000
@@ -163,7 +167,8 @@ ON CONFLICT (tenant) DO UPDATE SET
 #    query of common words only) it is AND-ed with the rarest lexeme that is
 #    not a form of the same word (a stem inside its surface form, as يرحم in
 #    يرحمك, would narrow nothing); ``alone`` is then the rarest by itself,
-#    searched only when the AND leaves fewer than k candidates.
+#    searched only when the AND leaves fewer than k candidates; both keep
+#    only SCAN_CANDIDATES rows ($9, ``take``).  scan: see SCAN_CANDIDATES.
 # Lexemes are quoted for the tsquery cast exactly as the tsquery input
 # function expects ('' and \ escaped), so no lexeme can be an operator.
 # Either way the rows scored per query are bounded by the budget, which keeps
@@ -206,6 +211,7 @@ pick AS MATERIALIZED (
                 ELSE r1.quoted || coalesce(' & ' || partner.quoted, '')
            END::tsquery AS main,
            CASE WHEN r1.df > $7::bigint THEN r1.quoted::tsquery END AS alone,
+           CASE WHEN r1.df > $7::bigint THEN $9::bigint ELSE $7::bigint END AS take,
            r1.df::float8 * r1.df > $10::float8 * $9::int * st.n AS scan,
            least(ceil($10::float8 * $9::int * st.n / r1.df), $11::float8)::bigint AS scan_rows
     FROM q AS r1
@@ -224,7 +230,7 @@ cand AS MATERIALIZED (
       AND r.tenant = $1
       AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
       AND r.kind = ANY($4::text[])
-    LIMIT $7)
+    LIMIT (SELECT take FROM pick))
   UNION ALL
     -- ts_match_vq is @@ spelled as a function, which no index matches: the
     -- scan reads the tenant's rows in heap order, at most scan_rows of them.
@@ -245,22 +251,25 @@ extra AS (
       AND r.tenant = $1
       AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
       AND r.kind = ANY($4::text[])
-    LIMIT $7
+    LIMIT $9
 ),
 top AS (
-    SELECT c.id, s.score
+    -- One join of every candidate's matching lexemes against w, grouped per
+    -- candidate: a LATERAL sum per candidate built a hash table per row.
+    SELECT c.id,
+           sum(w.idf * (x.tf * ($5::float8 + 1))
+               / (x.tf + $5::float8 * (1 - $6::float8
+                                       + $6::float8 * c.doc_len / (SELECT avgdl FROM st))))
+           AS score
     FROM (SELECT * FROM cand UNION ALL SELECT * FROM extra) AS c
     CROSS JOIN LATERAL (
-        SELECT sum(w.idf * (x.tf * ($5::float8 + 1))
-                   / (x.tf + $5::float8 * (1 - $6::float8
-                                           + $6::float8 * c.doc_len / (SELECT avgdl FROM st))))
-               AS score
-        FROM (SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf
-              FROM unnest(ts_filter(setweight(c.tsv, 'A', (SELECT array_agg(w.lexeme) FROM w)),
-                                    '{a}')) AS u) AS x
-        JOIN w ON w.lexeme = x.lexeme
-    ) AS s
-    ORDER BY s.score DESC, c.id
+        SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf
+        FROM unnest(ts_filter(setweight(c.tsv, 'A', (SELECT array_agg(w.lexeme) FROM w)),
+                              '{a}')) AS u
+    ) AS x
+    JOIN w ON w.lexeme = x.lexeme
+    GROUP BY c.id
+    ORDER BY score DESC, c.id
     LIMIT $8
 )
 -- Only the k winners are read in full (text, metadata): candidates carry
