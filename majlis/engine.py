@@ -29,11 +29,31 @@ from opentelemetry.trace import Status, StatusCode
 
 from diwaniya.errors import DeadlineExceeded, InvalidRequest, NotFound
 from majlis import culture
-from majlis.events import Envelope, Event, TurnCompleted, TurnStarted, event_from_dict
+from majlis.approvals import ApprovalRequest, settle
+from majlis.events import (
+    Envelope,
+    Event,
+    TextDelta,
+    TurnCompleted,
+    TurnStarted,
+    event_from_dict,
+    event_to_dict,
+)
+from majlis.models import PhraseBook
+from majlis.models.offline import stream_words
+from majlis.nodes.respond import RegistryFactory
 from majlis.persistence import Persistence
-from majlis.requests import Limits, TurnRequest, check_thread_id, check_user_id, validate
+from majlis.requests import (
+    Limits,
+    TurnRequest,
+    check_request_id,
+    check_thread_id,
+    check_user_id,
+    validate,
+)
 from majlis.tenants import Tenants
 from majlis.threads import ThreadRow
+from majlis.tools import ToolContext
 from memory import MemoryStore
 
 _tracer = trace.get_tracer("diwaniya.majlis")
@@ -80,6 +100,9 @@ class ConversationEngine:
         tenants: Tenants,
         clock: culture.Clock,
         config: EngineConfig = EngineConfig(),
+        *,
+        tools: RegistryFactory | None = None,
+        phrases: PhraseBook | None = None,
     ) -> None:
         self._graph = graph
         self._db = persistence
@@ -87,6 +110,8 @@ class ConversationEngine:
         self._tenants = tenants
         self._clock = clock
         self._config = config
+        self._tools = tools
+        self._phrases = phrases or PhraseBook.load()
 
     # ------------------------------------------------------------------ turns
     async def run_turn(
@@ -217,6 +242,68 @@ class ConversationEngine:
             dialect_confidence=done.get("dialect_confidence", 0.0), script=done.get("script", ""),
             checkpoint_id=checkpoint_id, replayed=True,
         ))
+
+    # -------------------------------------------------------------- approvals
+    async def run_approval(self, request: ApprovalRequest) -> AsyncGenerator[Envelope, None]:
+        """Run or decline a held tool call as a turn of its own; replays like any turn.
+
+        Raises NotFound when the thread has no such held call (already settled,
+        or never asked), before anything is written.
+        """
+        check_user_id(request.user_id)
+        check_thread_id(request.thread_id)
+        check_request_id(request.request_id)
+        if not request.call_id or len(request.call_id) > 128:
+            raise InvalidRequest("call_id is required: the approval_required.call_id",
+                                 field="call_id")
+        await self._owned(request.tenant, request.user_id, request.thread_id)
+        thread_id = request.thread_id
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        async with self._db.threads.lock(thread_id, policy=self._config.policy,
+                                         wait_s=self._config.enqueue_wait_s):
+            values = (await self._graph.aget_state(config)).values or {}
+            done = (values.get("completed") or {}).get(request.request_id)
+            if request.request_id and done is not None:
+                async for envelope in self._replay(thread_id, request.request_id, done, config):
+                    yield envelope
+                return
+            held = (values.get("pending_approvals") or {}).get(request.call_id)
+            if held is None or self._tools is None:
+                raise NotFound(f"no tool call {request.call_id} is waiting for approval on "
+                               f"thread {thread_id}; it was settled already or never held")
+            turn_id = uuid.uuid4().hex
+            at = self._clock.now()
+            region = values.get("dialect") or "msa"
+            turn = {"tenant": request.tenant, "user_id": request.user_id,
+                    "thread_id": thread_id, "turn_id": turn_id, "text": "", "dialect": region,
+                    "phase": values.get("phase", "")}
+            ctx = ToolContext(tenant=request.tenant, user_id=request.user_id,
+                              thread_id=thread_id, turn_id=turn_id,
+                              deadline=time.monotonic() + self._config.turn_timeout_s)
+            settled, reply = await settle(
+                held, approved=request.approved, call_id=request.call_id,
+                registry=self._tools(turn), ctx=ctx, phrases=self._phrases, region=region)
+            events: list[Event] = [TurnStarted(request_id=request.request_id), *settled,
+                                   *(TextDelta(text=w) for w in stream_words(reply))]
+            for seq, event in enumerate(events, start=1):
+                yield Envelope(thread_id, turn_id, seq, event)
+            phase = values.get("phase", "")
+            update: dict[str, Any] = {
+                "messages": [{"role": "assistant", "text": reply, "turn_id": turn_id,
+                              "phase": phase, "dialect": region, "at": at.isoformat()}],
+                "pending_approvals": {request.call_id: None},
+            }
+            if request.request_id:
+                update["completed"] = {request.request_id: {
+                    "turn_id": turn_id, "events": [event_to_dict(e) for e in events],
+                    "reply": reply, "phase": phase, "dialect": region,
+                    "dialect_confidence": values.get("dialect_confidence", 0.0), "script": ""}}
+            after = await self._graph.aupdate_state(config, update, as_node="remember")
+            await self._db.threads.record_turn(thread_id, at=at, title="")
+            yield Envelope(thread_id, turn_id, len(events) + 1, TurnCompleted(
+                text=reply, phase=phase, dialect=region,
+                dialect_confidence=values.get("dialect_confidence", 0.0),
+                checkpoint_id=after["configurable"]["checkpoint_id"]))
 
     # ---------------------------------------------------------------- threads
     async def _owned(self, tenant: str, user_id: str, thread_id: str) -> ThreadRow:

@@ -60,6 +60,15 @@ def check_thread_id(thread_id: str, *, required: bool = True) -> str:
     return thread_id
 
 
+def check_request_id(request_id: str) -> str:
+    if request_id and not _REQUEST_ID.fullmatch(request_id):
+        raise InvalidRequest(
+            "request_id is malformed: use 1-128 printable ASCII characters without spaces",
+            field="request_id",
+        )
+    return request_id
+
+
 def check_user_id(user_id: str) -> str:
     if not user_id:
         raise InvalidRequest("user_id is required", field="user_id")
@@ -111,11 +120,7 @@ def validate(request: TurnRequest, limits: Limits) -> TurnRequest:
     """Check every field; return the request with its text cleaned and hints normalised."""
     check_thread_id(request.thread_id, required=False)
     check_user_id(request.user_id)
-    if request.request_id and not _REQUEST_ID.fullmatch(request.request_id):
-        raise InvalidRequest(
-            "request_id is malformed: use 1-128 printable ASCII characters without spaces",
-            field="request_id",
-        )
+    check_request_id(request.request_id)
     country = request.country.upper()
     if country and not _COUNTRY.fullmatch(country):
         raise InvalidRequest(

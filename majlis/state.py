@@ -36,6 +36,12 @@ def keep_recent(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, An
     return merged
 
 
+def merge_pending(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """Reducer for ``pending_approvals``: add entries; a ``None`` value removes one."""
+    merged = {**(old or {}), **new}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
 class ThreadState(TypedDict, total=False):
     messages: Annotated[list[dict[str, Any]], operator.add]
     phase: str
@@ -48,4 +54,6 @@ class ThreadState(TypedDict, total=False):
     last_user_at: str
     usage: dict[str, float]
     completed: Annotated[dict[str, dict[str, Any]], keep_recent]
+    # Tool calls held for the caller's approval: call_id → {name, arguments_json, ...}.
+    pending_approvals: Annotated[dict[str, Any], merge_pending]
     turn: Annotated[dict[str, Any], merge_turn]

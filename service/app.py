@@ -159,12 +159,13 @@ async def build_app(
         overrides={name: build_tenant(settings, t, http=http, secrets=secrets)
                    for name, t in settings.tenants.items()},
     )
+    tools = TurnTools(store, tenants)
     deps = GraphDeps(
         identifier=nlp.load_dialect_identifier(),
         tenants=tenants,
         store=store,
         extractor=RuleFactExtractor(),
-        tools=TurnTools(store, tenants),
+        tools=tools,
         long_gap=timedelta(hours=settings.long_gap_hours),
     )
     graph = build_graph(deps, persistence.checkpointer)
@@ -177,6 +178,7 @@ async def build_app(
             turn_timeout_s=settings.default_turn_timeout_s,
             default_timezone=settings.default_timezone,
         ),
+        tools=tools,
     )
     return App(settings, engine, persistence, store, http)
 

@@ -63,6 +63,14 @@ class DiwaniyaClient:
         return self._stub.SendMessage(request, metadata=self._metadata,
                                       timeout=timeout_s or self._timeout)
 
+    def approve(self, call_id: str, *, thread_id: str, user_id: str, approved: bool = True,
+                request_id: str = "") -> AsyncIterator[pb.TurnEvent]:
+        """Answer an ``approval_required`` event; iterate the call for the settling turn."""
+        return self._stub.Approve(
+            pb.Approval(thread_id=thread_id, user_id=user_id, call_id=call_id,
+                        approved=approved, request_id=request_id),
+            metadata=self._metadata, timeout=self._timeout)
+
     def converse(self, messages: AsyncIterator[pb.ClientMessage]) -> AsyncIterator[pb.TurnEvent]:
         return self._stub.Converse(messages, metadata=self._metadata)
 

@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from diwaniya.v1 import conversations_pb2 as pb
 from majlis import events as ev
+from majlis.approvals import ApprovalRequest
 from majlis.engine import ThreadView
 from majlis.requests import TurnRequest
 from majlis.threads import ThreadRow
@@ -24,6 +25,12 @@ def turn_request(msg: pb.SendMessageRequest, tenant: str) -> TurnRequest:
         request_id=msg.request_id, country=msg.country, timezone=msg.timezone,
         client_time=client_time, register=_REGISTER.get(msg.register, "?"),
     )
+
+
+def approval_request(msg: pb.Approval, tenant: str) -> ApprovalRequest:
+    return ApprovalRequest(tenant=tenant, user_id=msg.user_id, thread_id=msg.thread_id,
+                           call_id=msg.call_id, approved=msg.approved,
+                           request_id=msg.request_id)
 
 
 def _from_timestamp(ts: Timestamp) -> datetime:

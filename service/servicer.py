@@ -68,6 +68,17 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         except Exception as exc:
             await self._abort(context, exc)
 
+    async def Approve(
+        self, request: pb.Approval, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.TurnEvent]:
+        try:
+            approval = convert.approval_request(request, self._tenant(context))
+            async with contextlib.aclosing(self._engine.run_approval(approval)) as events:
+                async for envelope in events:
+                    yield convert.turn_event(envelope)
+        except Exception as exc:
+            await self._abort(context, exc)
+
     async def Converse(
         self, request_iterator: AsyncIterator[pb.ClientMessage],
         context: grpc.aio.ServicerContext[Any, Any],
@@ -82,15 +93,19 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         except Exception as exc:
             await self._abort(context, exc)
             return
-        inbox: asyncio.Queue[pb.SendMessageRequest | None] = asyncio.Queue(CONVERSE_INBOX)
+        inbox: asyncio.Queue[pb.SendMessageRequest | pb.Approval | None] = asyncio.Queue(
+            CONVERSE_INBOX)
         out: asyncio.Queue[pb.TurnEvent | None] = asyncio.Queue()
         current: dict[str, Any] = {"task": None, "turn_id": ""}
 
-        async def run(msg: pb.SendMessageRequest) -> None:
+        async def run(msg: pb.SendMessageRequest | pb.Approval) -> None:
             thread_id = msg.thread_id
             try:
-                turn = convert.turn_request(msg, tenant)
-                async with contextlib.aclosing(self._engine.run_turn(turn)) as events:
+                if isinstance(msg, pb.Approval):
+                    events_of = self._engine.run_approval(convert.approval_request(msg, tenant))
+                else:
+                    events_of = self._engine.run_turn(convert.turn_request(msg, tenant))
+                async with contextlib.aclosing(events_of) as events:
                     async for envelope in events:
                         current["turn_id"] = envelope.turn_id
                         thread_id = envelope.thread_id
@@ -113,6 +128,8 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
                         task.cancel()
                 elif kind == "message":
                     await inbox.put(msg.message)
+                elif kind == "approval":
+                    await inbox.put(msg.approval)
             await inbox.put(None)
 
         async def worker() -> None:

@@ -44,6 +44,11 @@ class ConversationsStub:
                 request_serializer=diwaniya_dot_v1_dot_conversations__pb2.SendMessageRequest.SerializeToString,
                 response_deserializer=diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.FromString,
                 _registered_method=True)
+        self.Approve = channel.unary_stream(
+                '/diwaniya.v1.Conversations/Approve',
+                request_serializer=diwaniya_dot_v1_dot_conversations__pb2.Approval.SerializeToString,
+                response_deserializer=diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.FromString,
+                _registered_method=True)
         self.GetThread = channel.unary_unary(
                 '/diwaniya.v1.Conversations/GetThread',
                 request_serializer=diwaniya_dot_v1_dot_conversations__pb2.GetThreadRequest.SerializeToString,
@@ -79,6 +84,14 @@ class ConversationsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Approve(self, request, context):
+        """Answers an approval_required event: runs (or declines) the held tool call
+        as a turn of its own on the same thread, server-streaming.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetThread(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -109,6 +122,11 @@ def add_ConversationsServicer_to_server(servicer, server):
             'SendMessage': grpc.unary_stream_rpc_method_handler(
                     servicer.SendMessage,
                     request_deserializer=diwaniya_dot_v1_dot_conversations__pb2.SendMessageRequest.FromString,
+                    response_serializer=diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.SerializeToString,
+            ),
+            'Approve': grpc.unary_stream_rpc_method_handler(
+                    servicer.Approve,
+                    request_deserializer=diwaniya_dot_v1_dot_conversations__pb2.Approval.FromString,
                     response_serializer=diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.SerializeToString,
             ),
             'GetThread': grpc.unary_unary_rpc_method_handler(
@@ -180,6 +198,33 @@ class Conversations:
             target,
             '/diwaniya.v1.Conversations/SendMessage',
             diwaniya_dot_v1_dot_conversations__pb2.SendMessageRequest.SerializeToString,
+            diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Approve(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/diwaniya.v1.Conversations/Approve',
+            diwaniya_dot_v1_dot_conversations__pb2.Approval.SerializeToString,
             diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.FromString,
             options,
             channel_credentials,

@@ -202,7 +202,7 @@ class OfflineResponder:
             elif message.name == HANDOFF_TOOL:
                 lines.append(say("handoff_done"))
             else:
-                lines.append(f"{say('tool_result')} {_render(payload.get('content'))}")
+                lines.append(f"{say('tool_result')} {render_content(payload.get('content'))}")
         return lines
 
 
@@ -262,14 +262,14 @@ def _extract_arguments(text: str, spec: ToolSpec) -> dict[str, Any]:
     return arguments
 
 
-def _render(content: Any) -> str:
+def render_content(content: Any) -> str:
     """Tool content as short Arabic-friendly text: «الحالة: في الطريق، الموعد: غدًا»."""
     if content is None:
         return "تم."
     if isinstance(content, str):
         return content
     if isinstance(content, Mapping):
-        return "، ".join(f"{k}: {_render(v)}" for k, v in content.items())
+        return "، ".join(f"{k}: {render_content(v)}" for k, v in content.items())
     if isinstance(content, list):
-        return "؛ ".join(_render(v) for v in content[:5])
+        return "؛ ".join(render_content(v) for v in content[:5])
     return str(content)

@@ -49,6 +49,7 @@ class Remember:
             "dialect": turn["dialect"],
             "dialect_confidence": turn.get("dialect_confidence", 0.0),
             "dialect_history": turn["dialect_history"],
+            "pending_approvals": turn.get("pending_approvals") or {},
         }
         if turn.get("request_id"):
             update["completed"] = {turn["request_id"]: {

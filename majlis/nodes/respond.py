@@ -91,8 +91,12 @@ class Respond:
         out = await run_model_turn(tenant.model, request, registry, ctx, emit,
                                    prices=tenant.prices)
         usage = out.usage
+        held = {e["call_id"]: {"name": e["name"], "arguments_json": e["arguments_json"],
+                               "turn_id": turn["turn_id"]}
+                for e in emit.events if e["kind"] == "approval_required"}
         return {
             "turn": {
+                "pending_approvals": held,
                 "events": emit.events,
                 "reply": out.text,
                 "handoff": out.handoff,

@@ -1,0 +1,94 @@
+"""Tools that act for the user wait for the caller's approval — then run exactly once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from diwaniya.v1 import conversations_pb2 as pb
+from tests.fakes import WebhookReply, WebhookServer
+from tests.service.conftest import collect, kinds
+from tests.service.test_server import _messages
+
+
+@pytest.fixture
+def webhook_server() -> Iterator[WebhookServer]:
+    server = WebhookServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def cancel_tool(webhook_server: WebhookServer, tmp_path: Path) -> Path:
+    url = webhook_server.route("/orders/cancel", WebhookReply(
+        json_body={"order_id": "4411", "status": "ملغي"}))
+    tools = [{
+        "name": "cancel_order", "description_ar": "إلغاء طلب",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                       "required": ["order_id"]},
+        "url": url, "requires_approval": True,
+        "examples": ["الغي طلبي", "ابي الغي الطلب"],
+        "parameter_patterns": {"order_id": r"\d{4,}"},
+    }]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(tools, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+async def _held_call(svc) -> tuple[str, str]:
+    events = await collect(svc.client.send("ابي الغي طلبي رقم 4411", user_id="u1"))
+    assert "approval_required" in kinds(events)
+    assert "tool_result" not in kinds(events)
+    held = next(e.approval_required for e in events if e.HasField("approval_required"))
+    assert held.name == "cancel_order" and json.loads(held.arguments_json) == {"order_id": "4411"}
+    return events[-1].thread_id, held.call_id
+
+
+async def test_approved_call_runs_once_and_replays(run_service, cancel_tool: Path,
+                                                   webhook_server: WebhookServer) -> None:
+    async with run_service(tools_file=cancel_tool) as svc:
+        thread_id, call_id = await _held_call(svc)
+        assert webhook_server.requests == []  # nothing ran before approval
+        approve = dict(thread_id=thread_id, user_id="u1", request_id="ok-1")
+        first = await collect(svc.client.approve(call_id, **approve))
+        again = await collect(svc.client.approve(call_id, **approve))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await collect(svc.client.approve(call_id, thread_id=thread_id, user_id="u1"))
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+    result = next(e.tool_result for e in first if e.HasField("tool_result"))
+    assert result.ok and "ملغي" in result.content_json
+    assert "ملغي" in first[-1].turn_completed.text
+    assert again[-1].turn_completed.replayed and again[-1].turn_id == first[-1].turn_id
+    assert len(webhook_server.requests) == 1  # ran exactly once
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND  # settled already
+    assert thread.messages[-1].text == first[-1].turn_completed.text
+
+
+async def test_declined_call_never_runs(run_service, cancel_tool: Path,
+                                        webhook_server: WebhookServer) -> None:
+    async with run_service(tools_file=cancel_tool) as svc:
+        thread_id, call_id = await _held_call(svc)
+        declined = await collect(svc.client.approve(call_id, thread_id=thread_id, user_id="u1",
+                                                    approved=False))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await collect(svc.client.approve(call_id, thread_id=thread_id, user_id="intruder"))
+    assert "tool_result" not in kinds(declined)
+    assert "لغيت" in declined[-1].turn_completed.text or "ألغيت" in declined[-1].turn_completed.text
+    assert webhook_server.requests == []
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_converse_carries_the_approval(run_service, cancel_tool: Path,
+                                             webhook_server: WebhookServer) -> None:
+    async with run_service(tools_file=cancel_tool) as svc:
+        thread_id, call_id = await _held_call(svc)
+        events = await collect(svc.client.converse(_messages(pb.ClientMessage(
+            approval=pb.Approval(thread_id=thread_id, user_id="u1", call_id=call_id,
+                                 approved=True)))))
+    assert kinds(events)[-1] == "turn_completed"
+    assert "tool_result" in kinds(events)
+    assert len(webhook_server.requests) == 1
