@@ -10,8 +10,8 @@ word.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 __all__ = ["Token", "TokenKind", "tokenize", "typed_texts"]
 
@@ -27,8 +27,10 @@ class TokenKind(StrEnum):
     PUNCT = "punct"  # any other visible character
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
+    """One token; ``text == source[start:end]``. Immutable (a named tuple: the
+    cheapest immutable object to build, and tokenize() builds one per token)."""
+
     text: str
     kind: TokenKind
     start: int
@@ -93,25 +95,9 @@ _TRAILING = "".join(chr(c) for c in range(0x3000 + 1) if chr(c).isspace()) + (
 )
 
 
-# Building a frozen dataclass through its generated __init__ goes through
-# object.__setattr__ four times with keyword plumbing; setting the slot
-# descriptors directly is the same object, ~3× cheaper, and tokenize() builds
-# one per token.  Frozenness is unaffected: later assignment still raises.
-_new = object.__new__
-_slots = vars(Token)  # the member descriptors created by slots=True
-_set_text = _slots["text"].__set__
-_set_kind = _slots["kind"].__set__
-_set_start = _slots["start"].__set__
-_set_end = _slots["end"].__set__
-
-
-def _token(text: str, kind: TokenKind, start: int, end: int) -> Token:
-    tok: Token = _new(Token)
-    _set_text(tok, text)
-    _set_kind(tok, kind)
-    _set_start(tok, start)
-    _set_end(tok, end)
-    return tok
+# tuple.__new__ with a ready tuple skips NamedTuple's Python-level __new__
+# (keyword plumbing): the same Token, several times cheaper per token.
+_tuple_new = tuple.__new__
 
 
 def tokenize(text: str) -> list[Token]:
@@ -122,12 +108,12 @@ def tokenize(text: str) -> list[Token]:
     >>> tokenize("كَتَبَ")[0]
     Token(text='كَتَبَ', kind=<TokenKind.WORD: 'word'>, start=0, end=6)
     """
-    kinds, make = _KIND_OF_GROUP, _token
+    kinds, new = _KIND_OF_GROUP, _tuple_new
     stop = len(text.rstrip(_TRAILING))
     # The token group always ends the match, so its start is end - len(tok):
     # one method call per token fewer than m.span(group).
     return [
-        make(tok, kinds[i], (end := m.end()) - len(tok), end)
+        new(Token, (tok, kinds[i], (end := m.end()) - len(tok), end))
         for m in _TOKEN_RE.finditer(text, 0, stop)
         if (tok := m.group(i := m.lastindex or 0))
     ]
