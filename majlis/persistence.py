@@ -30,7 +30,7 @@ from psycopg_pool import AsyncConnectionPool
 from diwaniya.errors import Unavailable
 from majlis.threads import ThreadStore
 from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
-from majlis.threads_sqlite import SqliteThreadStore
+from majlis.threads_sqlite import SqliteThreadStore, enable_wal
 
 
 @dataclass
@@ -127,8 +127,7 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     path = data_dir / "threads.sqlite3"
     saver_conn = await aiosqlite.connect(path)
-    await saver_conn.execute("PRAGMA journal_mode=WAL")
-    await saver_conn.execute("PRAGMA busy_timeout=5000")
+    await enable_wal(saver_conn)
     registry_conn = await aiosqlite.connect(path)
     saver = AsyncSqliteSaver(saver_conn)
     threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters)

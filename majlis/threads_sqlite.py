@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -41,6 +42,25 @@ CREATE TABLE IF NOT EXISTS diwaniya_thread_leases (
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
 
+async def enable_wal(conn: aiosqlite.Connection, *, wait_s: float = 10.0) -> None:
+    """WAL journal (readers and the one writer overlap) and a 5 s busy timeout.
+
+    Switching to WAL needs the file to itself and SQLite does not always run
+    the busy handler for it, so two processes opening a fresh file at once can
+    get "database is locked": retry until ``wait_s``.
+    """
+    await conn.execute("PRAGMA busy_timeout=5000")
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
 def _row(values: aiosqlite.Row) -> ThreadRow:
     return ThreadRow(
         thread_id=values[0], tenant=values[1], user_id=values[2], title=values[3],
@@ -60,10 +80,7 @@ class SqliteThreadStore:
         self._write = asyncio.Lock()  # aiosqlite shares one connection: serialise write txns
 
     async def migrate(self) -> None:
-        await self._conn.execute("PRAGMA busy_timeout=5000")
-        # WAL lets readers and the single writer overlap; the switch itself
-        # needs a moment alone, which busy_timeout above waits for.
-        await self._conn.execute("PRAGMA journal_mode=WAL")
+        await enable_wal(self._conn)
         await self._conn.executescript(_DDL)
         await self._conn.commit()
 
