@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import nlp
@@ -16,6 +17,17 @@ from majlis.tools import (
     remember_fact_tool,
 )
 from memory import Kind, MemoryStore, NewRecord
+
+
+@lru_cache(maxsize=1024)
+def _keys_of(text: str) -> tuple[str, ...]:
+    return tuple(nlp.search_keys(text))
+
+
+def _cached_keys(text: str) -> list[str]:
+    """``nlp.search_keys`` memoised: every turn builds a registry over the same
+    tool descriptions, examples and function words — key them once per process."""
+    return list(_keys_of(text))
 
 
 class TurnTools:
@@ -55,4 +67,4 @@ class TurnTools:
         builtins: list[Tool] = [kb_search_tool(search), remember_fact_tool(remember),
                                 handoff_tool(summarise)]
         webhooks = self._tenants(tenant).tools
-        return ToolRegistry([*builtins, *webhooks], keys=nlp.search_keys)
+        return ToolRegistry([*builtins, *webhooks], keys=_cached_keys)
