@@ -37,6 +37,7 @@ __all__ = [
     "dialect_features",
     "load_dialect_identifier",
     "pool_dialects",
+    "read_dialect_model",
 ]
 
 REGIONS: tuple[str, ...] = ("msa", "gulf", "egyptian", "levantine", "maghrebi", "iraqi")
@@ -79,18 +80,27 @@ def _stable_hash(feature: str, buckets: int) -> int:
     return zlib.crc32(feature.encode("utf-8")) & (buckets - 1)
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=64)
+def _ngram_spans(n_chars: int) -> tuple[tuple[int, int], ...]:
+    # Byte slices of every 2–5-gram of a padded word of n_chars UTF-16 units.
+    return tuple(
+        (i, i + 2 * n)
+        for n in range(_NGRAM_MIN, _NGRAM_MAX + 1)
+        for i in range(0, 2 * (n_chars - n) + 1, 2)
+    )
+
+
 def _word_features(word: str, buckets: int) -> tuple[int, ...]:
-    # Char n-grams are hashed as slices of the UTF-16 bytes of the padded
-    # word (two bytes per Arabic letter): one encode per word, not per n-gram.
+    """Feature ids of one word: the word itself, its char 2–5-grams, its marker.
+
+    Char n-grams are hashed as slices of the UTF-16 bytes of the padded word
+    (two bytes per Arabic letter): one encode per word, not per n-gram.
+    """
     data = f"<{word}>".encode("utf-16-le")
     mask = buckets - 1
     crc = zlib.crc32
-    n_chars = len(data) // 2
     ids = [_stable_hash(f"w:{word}", buckets)]
-    for n in range(_NGRAM_MIN, _NGRAM_MAX + 1):
-        span = 2 * n
-        ids.extend(crc(data[i : i + span]) & mask for i in range(0, 2 * (n_chars - n) + 1, 2))
+    ids += [crc(data[i:j]) & mask for i, j in _ngram_spans(len(data) // 2)]
     marker = _MARKER_OF.get(word)
     if marker is not None:
         ids.append(_stable_hash(f"L:{marker}", buckets))
@@ -124,8 +134,12 @@ def features_of_words(ws: list[str], buckets: int) -> list[int]:
     ids: list[int] = []
     for w in ws:
         ids.extend(_word_features(w, buckets))
-    ids.extend(_stable_hash(f"b:{a} {b}", buckets) for a, b in itertools.pairwise(ws))
+    ids.extend(_bigram_ids(ws, buckets))
     return ids
+
+
+def _bigram_ids(ws: list[str], buckets: int) -> list[int]:
+    return [_stable_hash(f"b:{a} {b}", buckets) for a, b in itertools.pairwise(ws)]
 
 
 @dataclass(frozen=True)
@@ -195,22 +209,56 @@ class LinearDialectModel:
         # learned weights: the learned ones are diluted by tweet vocabulary,
         # while in a two-word support message one marker is the evidence.
         self.marker_weight = marker_weight
+        # The model is linear, so a word's whole contribution (its own id,
+        # its char n-grams, its marker) is one summed row: cached per word,
+        # a message costs one row per word plus its bigrams — no per-message
+        # gather over ~250 n-gram ids.  Words new to the cache are summed in
+        # one gather per message (numpy's per-call cost dominates per word).
+        # Bounded: cleared when full, like a per-process memo.
+        self._entries: dict[str, tuple[npt.NDArray[np.float64], int, int]] = {}
+        self._max_entries = 100_000
+
+    def _word_rows(self, ws: list[str]) -> list[tuple[npt.NDArray[np.float64], int, int]]:
+        """(summed weight row, number of features, marker index or -1) per word."""
+        cache = self._entries
+        got = [cache.get(w) for w in ws]
+        if None not in got:
+            return got  # type: ignore[return-value]
+        missing = list(dict.fromkeys(w for w, e in zip(ws, got, strict=True) if e is None))
+        ids_per_word = [_word_features(w, self.buckets) for w in missing]
+        starts = list(itertools.accumulate((len(ids) for ids in ids_per_word[:-1]), initial=0))
+        flat = list(itertools.chain.from_iterable(ids_per_word))
+        sums = np.add.reduceat(self._w.take(flat, axis=0), starts, axis=0, dtype=np.float64)
+        fresh = {}
+        for w, ids, row in zip(missing, ids_per_word, sums, strict=True):
+            marker = _MARKER_OF.get(w)
+            fresh[w] = (row, len(ids), -1 if marker is None else _REGION_INDEX[marker])
+        # Read from the local dict, never back from the cache: another thread
+        # may clear it between these lines.
+        if len(cache) + len(fresh) > self._max_entries:
+            cache.clear()
+        cache.update(fresh)
+        return [e if e is not None else fresh[w] for w, e in zip(ws, got, strict=True)]
 
     def log_scores(self, text: str) -> list[float]:
         """Log-probabilities over REGIONS (up to a constant)."""
         ws = dialect_words(text)
-        ids = features_of_words(ws, self.buckets)
         k = len(REGIONS)
-        if not ids:
+        if not ws:
             return _log_softmax(self._b)
+        entries = self._word_rows(ws)
+        bigrams = _bigram_ids(ws, self.buckets)
+        total = np.sum([e[0] for e in entries], axis=0)
+        if bigrams:
+            total += self._w.take(bigrams, axis=0).sum(axis=0, dtype=np.float64)
+        n_features = len(bigrams) + sum(e[1] for e in entries)
         markers = [0.0] * k
-        for w in ws:
-            region = _MARKER_OF.get(w)
-            if region is not None:
-                markers[_REGION_INDEX[region]] += self.marker_weight
+        for e in entries:
+            if e[2] >= 0:
+                markers[e[2]] += self.marker_weight
         # Counts scaled by 1/sqrt(number of features): length-independent
         # like an L2 norm, without a per-message np.unique.
-        row = (self._w[ids].sum(axis=0) * (1.0 / math.sqrt(len(ids)))).tolist()
+        row = (total * (1.0 / math.sqrt(n_features))).tolist()
         z_lr = _log_softmax([row[i] + self._b[i] + markers[i] for i in range(k)])
         if not self._has_nb:
             return z_lr
@@ -226,9 +274,9 @@ class LinearDialectModel:
 _ARTEFACT = "dialect.npz.gz"
 
 
-@lru_cache(maxsize=1)
-def load_dialect_identifier() -> DialectIdentifier:
-    """The shipped model (package data, loaded once and cached)."""
+def read_dialect_model() -> LinearDialectModel:
+    """A fresh instance of the shipped model (empty word cache); most callers
+    want :func:`load_dialect_identifier`."""
     try:
         blob = resources.files("nlp.data").joinpath(_ARTEFACT).read_bytes()
     except (FileNotFoundError, ModuleNotFoundError) as exc:
@@ -236,6 +284,12 @@ def load_dialect_identifier() -> DialectIdentifier:
     with np.load(io.BytesIO(gzip.decompress(blob))) as arrays:
         nb = arrays["nb_weights"] if "nb_weights" in arrays.files else None
         return LinearDialectModel(arrays["weights"], arrays["bias"], nb)
+
+
+@lru_cache(maxsize=1)
+def load_dialect_identifier() -> DialectIdentifier:
+    """The shipped model (package data, loaded once per process and shared)."""
+    return read_dialect_model()
 
 
 def pool_dialects(
