@@ -104,6 +104,37 @@ def test_search_keys_meet(query: str, doc: str) -> None:
     assert search_keys(query) == search_keys(doc) != []
 
 
+@pytest.mark.parametrize(
+    ("word", "key"),
+    [
+        # ك is a root letter here: never stripped outside كال (was ريم, ويت).
+        ("كريم", "كريم"),
+        ("الكريم", "كريم"),
+        ("الكويت", "كويت"),
+        ("كثير", "كثير"),
+        ("كلام", "كلام"),
+        # ك "like" before the article is the clitic
+        ("كالبحر", "بحر"),
+        ("كالمعتاد", "معتاد"),
+        # false-split guards stay whole
+        ("والد", "والد"),
+        ("والي", "والي"),
+        ("فيل", "فيل"),
+        ("بلد", "بلد"),
+        ("كلب", "كلب"),
+        ("كبير", "كبير"),
+        ("كتاب", "كتاب"),
+    ],
+)
+def test_search_key_of_one_word(word: str, key: str) -> None:
+    assert search_keys(word) == [key]
+
+
+@pytest.mark.parametrize("word", ["كيف", "كل", "كأن", "كما"])
+def test_kaf_initial_function_words_are_stopwords(word: str) -> None:
+    assert search_keys(word) == []
+
+
 def test_search_keys_keep_order_duplicates_numbers_latin() -> None:
     assert search_keys("الكتاب والكتاب في 2024 Routers") == ["كتاب", "كتاب", "2024", "router"]
     assert search_keys("هو في من على") == []
