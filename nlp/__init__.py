@@ -6,7 +6,7 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
-from nlp.camel import require_camel_morphology
+from nlp.camel import camel_lemma_keys, require_camel_morphology
 from nlp.clitics import segment
 from nlp.dialect import (
     REGIONS,
@@ -28,6 +28,7 @@ __all__ = [
     "Token",
     "TokenKind",
     "arabizi_to_arabic",
+    "camel_lemma_keys",
     "clean",
     "detect_script",
     "fold",
