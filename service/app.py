@@ -29,7 +29,7 @@ from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
 from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
-from memory import MemoryStore, RuleFactExtractor, open_store
+from memory import KeyFunction, MemoryStore, RuleFactExtractor, open_store
 from service.auth import ApiKeyAuth
 from service.server import Server, ServerOptions
 from service.servicer import ConversationsServicer
@@ -139,14 +139,40 @@ async def open_persistence(settings: Settings) -> Persistence:
     return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters)
 
 
+def search_key_function(settings: Settings,
+                        environ: Mapping[str, str] | None = None) -> KeyFunction | None:
+    """The memory key function the operator chose; None: the store's built-in default.
+
+    Selecting camel-tools without its package or data fails here, at startup,
+    with what to install and which setting to change.  Loading a full
+    morphology database takes seconds: call it off the event loop.
+    """
+    if settings.search_keys == "builtin":
+        return None
+    data_dir = settings.camel_data_dir
+    env_dir = (environ or {}).get("CAMELTOOLS_DATA")
+    if data_dir is None and env_dir:
+        data_dir = Path(env_dir).expanduser()
+    try:
+        return nlp.camel_lemma_keys(nlp.require_camel_morphology(settings.camel_db, data_dir))
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"DIWANIYA_SEARCH_KEYS=camel cannot start: {exc.message}. Install the extra "
+            f"(pip install 'diwaniya[camel]') and its data, point DIWANIYA_CAMEL_DATA_DIR / "
+            f"DIWANIYA_CAMEL_DB at installed data, or set DIWANIYA_SEARCH_KEYS=builtin"
+        ) from exc
+
+
 async def build_app(
     settings: Settings, *, clock: culture.Clock | None = None, model: ChatModel | None = None,
     webhooks: list[WebhookToolConfig] | None = None,
 ) -> App:
+    # Before anything is opened: a bad key backend must not leak a pool.
+    keys = await asyncio.to_thread(search_key_function, settings, os.environ)
     persistence = await open_persistence(settings)
     try:
         store = await open_store(settings.database_dsn(),
-                                 sqlite_path=settings.data_dir / "memory.sqlite3")
+                                 sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys)
     except BaseException:
         await persistence.close()
         raise

@@ -121,9 +121,12 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _kb(settings: Settings, args: argparse.Namespace) -> int:
     from memory import kb, open_store
+    from service.app import search_key_function
 
+    # The same key function as the server: documents indexed here are found there.
+    keys = await asyncio.to_thread(search_key_function, settings, os.environ)
     store = await open_store(settings.database_dsn(),
-                             sqlite_path=settings.data_dir / "memory.sqlite3")
+                             sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys)
     try:
         if args.kb_command == "ingest":
             report = await kb.ingest_files(store, args.tenant, args.files)

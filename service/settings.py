@@ -75,6 +75,16 @@ class Settings(BaseSettings):
     prepare_threshold: int | None = 5
     migrate_on_start: bool = True
 
+    # --- search keys (memory and knowledge base) ----------------------------
+    # "camel": camel-tools lemmas (extra diwaniya[camel] plus its morphology
+    # data).  Index and query keys must come from one function, so changing
+    # this means re-ingesting the knowledge base and memories.
+    search_keys: Literal["builtin", "camel"] = "builtin"
+    # A camel-tools builtin database name, or the path of a morphology .db file.
+    camel_db: str = "calima-msa-r13"
+    # camel-tools' data folder; unset: CAMELTOOLS_DATA, else ~/.camel_tools.
+    camel_data_dir: Path | None = None
+
     # --- turns -------------------------------------------------------------
     concurrency_policy: Literal["reject", "enqueue"] = "reject"
     enqueue_wait_s: float = Field(default=30.0, ge=0)
