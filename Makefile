@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test proto proto-check lint typecheck bench clean
+.PHONY: run test camel proto proto-check lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,13 @@ run: $(STAMP)
 ## test: the whole test suite (needs PostgreSQL at 127.0.0.1:5432 for the postgres half)
 test: $(STAMP) proto-check
 	$(BIN)/python -m pytest -q
+
+## camel: add the optional camel-tools extra (DIWANIYA_SEARCH_KEYS=camel, parity tests).
+## torch is pinned first so pip takes the CPU build from local disk; unpinned,
+## camel-tools' dependency pulls a 6 GB CUDA build.
+camel: $(STAMP)
+	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q -e ".[camel]"
 
 ## proto: regenerate diwaniya/v1 stubs from proto/
 proto: $(STAMP)
