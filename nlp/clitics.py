@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from nlp.lexicon import NEVER_SPLIT, SHORT_WORDS
+from nlp.lexicon import FINAL_ALEF_KEPT, NEVER_SPLIT, SHORT_WORDS, STOPWORDS
 
 __all__ = ["light_stem", "segment", "strip_proclitics"]
 
@@ -143,11 +143,26 @@ def strip_proclitics(word: str) -> str:
     return rest
 
 
+def _drop_final_alef(stem: str) -> str:
+    """Drop a final ا, mostly tanween fatha, keeping ≥ 3 letters: شرقا → شرق.
+
+    It also conflates a country with its nisba adjective (سوريا → سوري → سور,
+    as سوري → سور), which is most of the measured gain.  The ا is kept for
+    FINAL_ALEF_KEPT (دنيا, عليا, امريكا …) and when dropping it would leave a
+    function word (the stopword check runs after stemming).
+    """
+    if (len(stem) > _MIN_STEM and stem[-1] == "ا" and stem not in FINAL_ALEF_KEPT
+            and stem[:-1] not in STOPWORDS and stem[:-1] not in SHORT_WORDS):
+        return stem[:-1]
+    return stem
+
+
 def _stem_once(word: str) -> str:
     """Proclitics and enclitic off via segment(), then light10 suffixes.
 
     Each suffix is tried once in Lucene's order and only removed when at least
-    three letters remain, so short roots survive (بيان stays بيان).
+    three letters remain, so short roots survive (بيان stays بيان).  A final
+    ا goes before and after the suffixes (see ``_drop_final_alef``).
     """
     seg = _segment(word)
     if len(seg) == 1:
@@ -164,10 +179,12 @@ def _stem_once(word: str) -> str:
         stem = seg[i]
     if stem in NEVER_SPLIT or stem in SHORT_WORDS:
         return stem
+    stem = _drop_final_alef(stem)
     for suf in _STEM_SUFFIXES:
         if stem.endswith(suf) and len(stem) - len(suf) >= _MIN_STEM:
             stem = stem[: -len(suf)]
-    return stem
+    # again after the suffixes: مباراه → مبارا → مبار meets مباريات → مبار.
+    return _drop_final_alef(stem)
 
 
 @lru_cache(maxsize=200_000)

@@ -5,7 +5,7 @@ Kept as data in one place so reviewers can read the linguistic decisions.
 
 from __future__ import annotations
 
-__all__ = ["ENGLISH_STOPWORDS", "NEVER_SPLIT", "SHORT_WORDS", "STOPWORDS"]
+__all__ = ["ENGLISH_STOPWORDS", "FINAL_ALEF_KEPT", "NEVER_SPLIT", "SHORT_WORDS", "STOPWORDS"]
 
 # Two-letter words that may remain after a clitic is split off (و+هو، ب+ده،
 # ف+يه → في+ه is handled as في + enclitic).  Anything else needs ≥ 3 letters.
@@ -36,6 +36,13 @@ NEVER_SPLIT: frozenset[str] = frozenset(
     اللي الله الذي التي الذين اللذين اللتين اللاتي اللواتي الان
     لدي وفقا عندما كانوا كانون بدايه بدلا بريطانيا باريس
     يعني امي ابي اخي اختي اني انه انها انك انا احنا انتي انتو""".split()
+)
+
+# Words whose final ا is part of the word, not tanween fatha: the search
+# stemmer keeps it (دنيا must not become دني "lowly", عليا not علي).  ى-final
+# words (ذكرى) are ي after folding and never reach the rule.
+FINAL_ALEF_KEPT: frozenset[str] = frozenset(
+    """دنيا عليا امريكا هذا""".split()
 )
 
 # Stopwords: MSA function words plus the commonest dialect particles and
