@@ -60,7 +60,13 @@ _DIALECT = """اللي اللى الي مش مو مب ماش شو ايش وش ش
 علشان لانه لان عشانك احنا احنا انتو انتوا انتي اني هوه هيه همه منو مين ايه اش
 واش فين وين وينك هلق هلا هسه هسع توا دابا راح رح حا عم قاعد اكو ماكو كاين كاينه يلا طيب
 اوك ok ال""".split()  # ال: Arabizi "el" written apart from its noun
-STOPWORDS: frozenset[str] = frozenset(_MSA) | frozenset(_DIALECT)
+# Question words written glued or in dialect spelling: ماهي/ماهى (ما هي; ى is
+# ي after folding) was stemmed to ماه and ماهو kept whole, so ~7% of ARCD
+# questions carried a function word as a search key.  Maghrebi/Levantine/
+# Egyptian forms from ../shared/data dialect tweets.
+_QUESTION = """ماهي ماهو ماهيه ماهم منهو امتي كام كيفاش علاش اشنو شكون منين قديش
+قداش""".split()
+STOPWORDS: frozenset[str] = frozenset(_MSA) | frozenset(_DIALECT) | frozenset(_QUESTION)
 
 # English function words, for Latin-script (non-Arabizi) words in search keys:
 # code-switched support messages ("my router is down") should be indexed by

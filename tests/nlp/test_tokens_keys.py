@@ -160,6 +160,22 @@ def test_kaf_initial_function_words_are_stopwords(word: str) -> None:
     assert search_keys(word) == []
 
 
+@pytest.mark.parametrize(
+    ("question", "keys"),
+    [
+        ("ماهي عاصمة مصر؟", ["عاصم", "مصر"]),  # was ['ماه', ...]
+        ("ماهى عاصمة مصر؟", ["عاصم", "مصر"]),  # ى folds to ي
+        ("ماهو الاسم الرسمي؟", ["اسم", "رسم"]),
+        ("مين غنى الاغنية؟", ["غني", "اغن"]),
+        ("ايش اسم الفيلم؟", ["اسم", "فيلم"]),
+        ("علاش مقطوع الضو؟", ["مقطوع", "ضو"]),  # Maghrebi "why"
+    ],
+)
+def test_glued_and_dialect_question_words_are_not_keys(question: str, keys: list[str]) -> None:
+    assert search_keys(question) == keys
+    assert search_keys(question) == search_keys("ما هي " + question.split(" ", 1)[1])
+
+
 def test_search_keys_keep_order_duplicates_numbers_latin() -> None:
     assert search_keys("الكتاب والكتاب في 2024 Routers") == ["كتاب", "كتاب", "2024", "router"]
     assert search_keys("هو في من على") == []
