@@ -47,19 +47,49 @@ REGIONS: tuple[str, ...] = ("msa", "gulf", "egyptian", "levantine", "maghrebi", 
 # model on two-word messages whose n-grams it has never seen.
 MARKERS: Mapping[str, tuple[str, ...]] = {
     "iraqi": ("شلون", "شكو", "ماكو", "اكو", "هسه", "شنو", "كلش", "اريد", "ديروح", "شگد",
-              "چان", "اغاتي", "عيني", "مال", "هواية", "گاع"),
+              "چان", "اغاتي", "عيني", "مال", "هواية", "گاع",
+              # how much / when / mine-yours (مالتي) / like this / to speak /
+              # with me / I can / man! — everyday support-chat function words.
+              "شكد", "شوكت", "مالتي", "مالتك", "مالته", "مالتنا", "مالتكم", "هيج", "هيچ",
+              "يحجي", "احجي", "وياي", "وياك", "اكدر", "ماكدر", "يمعود", "لعد", "يمي", "يمك",
+              "انطيني", "انطي"),
     "gulf": ("ايش", "وش", "زين", "وايد", "ابغي", "ابي", "ابغا", "حق", "الحين",
-             "ترا", "عاد", "يبي", "شفيك", "هالحين", "مب", "يالله", "خلاص", "جذي", "كذا"),
+             "ترا", "عاد", "يبي", "شفيك", "هالحين", "مب", "يالله", "خلاص", "جذي", "كذا",
+             "ودي", "شفيه", "حقي", "حقك", "حقه", "حقنا", "تبي", "نبي", "ابيه", "شسمه", "چذي",
+             "اشوا", "يعطيك", "عطوني"),
     "egyptian": ("ازاي", "عايز", "عاوز", "كده", "مش", "ازيك", "اوي", "دلوقتي", "بتاع",
-                 "ليه", "فين", "امتي", "خالص", "حاجه", "يعني", "اللي", "بقي", "احنا", "دول"),
+                 "ليه", "فين", "امتي", "خالص", "حاجه", "يعني", "اللي", "بقي", "احنا", "دول",
+                 "عايزه", "عاوزه", "عايزين", "مفيش", "بتاعي", "بتاعتي", "بتاعك", "امبارح",
+                 "كام", "ده", "دي", "علشان"),
     "levantine": ("شو", "هلق", "كتير", "بدي", "هيك", "منيح", "ليش", "شي", "هاد", "هاي",
-                  "هلا", "كمان", "بدك", "وين", "لسا", "عنجد", "يلي", "مبارح"),
+                  "هلا", "كمان", "بدك", "وين", "لسا", "عنجد", "يلي", "مبارح",
+                  "قديش", "بدنا", "منشان", "مشان", "تبع", "تبعي", "تبعك", "هيدا", "هيدي",
+                  "مصاري", "المصاري"),
     "maghrebi": ("واش", "بزاف", "دابا", "كيفاش", "علاش", "بصح", "ديال", "برشا", "توا",
-                 "شنوا", "ماشي", "كيداير", "غادي", "بغيت", "نتا", "راني", "راه", "هاذي", "برك"),
+                 "شنوا", "ماشي", "كيداير", "غادي", "بغيت", "نتا", "راني", "راه", "هاذي", "برك",
+                 "والو", "عافاك", "ديالي", "ديالك", "ديالو", "شنوه", "شنيه", "باش", "كيما",
+                 "هكا", "هاكا", "راهو", "بغينا"),
     "msa": ("الذي", "التي", "الذين", "سوف", "لقد", "ليس", "انه", "هذه", "ذلك", "تلك",
-            "ايضا", "حيث", "قد", "لكن", "ماذا", "لماذا", "لن", "كيف"),
+            "ايضا", "حيث", "قد", "لكن", "ماذا", "لماذا", "لن", "كيف",
+            # question particle, past negation, formal requests: dialects say
+            # them otherwise (واش/شنو/ما + perfect, ابي/بدي/عايز).
+            "هل", "لم", "منذ", "لدي", "لديك", "لدينا", "اود", "ارغب", "ارجو", "يمكنني",
+            "يمكنك"),
 }
 _MARKER_OF: dict[str, str] = {w: r for r, ws in MARKERS.items() for w in ws}
+
+
+def _marker_of(word: str) -> str | None:
+    """The region a marker word signals, also behind a conjunction و/ف (U+0648/U+0641).
+
+    >>> _marker_of("ولم"), _marker_of("فماذا"), _marker_of("وين")
+    ('msa', 'msa', 'levantine')
+    """
+    region = _MARKER_OF.get(word)
+    if region is None and len(word) > 2 and word[0] in "وف":
+        region = _MARKER_OF.get(word[1:])
+    return region
+
 _REGION_INDEX = {r: i for i, r in enumerate(REGIONS)}
 
 # Tweet residue that must not become a feature: QADI placeholders (USER, URL,
@@ -101,7 +131,7 @@ def _word_features(word: str, buckets: int) -> tuple[int, ...]:
     crc = zlib.crc32
     ids = [_stable_hash(f"w:{word}", buckets)]
     ids += [crc(data[i:j]) & mask for i, j in _ngram_spans(len(data) // 2)]
-    marker = _MARKER_OF.get(word)
+    marker = _marker_of(word)
     if marker is not None:
         ids.append(_stable_hash(f"L:{marker}", buckets))
     return tuple(ids)
@@ -231,7 +261,7 @@ class LinearDialectModel:
         sums = np.add.reduceat(self._w.take(flat, axis=0), starts, axis=0, dtype=np.float64)
         fresh = {}
         for w, ids, row in zip(missing, ids_per_word, sums, strict=True):
-            marker = _MARKER_OF.get(w)
+            marker = _marker_of(w)
             fresh[w] = (row, len(ids), -1 if marker is None else _REGION_INDEX[marker])
         # Read from the local dict, never back from the cache: another thread
         # may clear it between these lines.

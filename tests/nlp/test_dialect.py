@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import csv
 import math
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
 from nlp import REGIONS, DialectResult, load_dialect_identifier, pool_dialects
+from nlp.dialect import read_dialect_model
+
+SUPPORT_SETS = Path(__file__).resolve().parents[2] / "bench" / "data"
 
 
 def test_artefact_is_shipped_and_small() -> None:
@@ -17,6 +22,36 @@ def test_artefact_is_shipped_and_small() -> None:
 
 def test_loader_is_cached() -> None:
     assert load_dialect_identifier() is load_dialect_identifier()
+
+
+@pytest.mark.parametrize("name", ["support_dialect.tsv", "support_dialect_2.tsv"])
+def test_support_style_messages_mostly_right(name: str) -> None:
+    """A floor under generalisation to support requests (our own sets, 6 regions):
+    a retrained artefact that forgets how customers write fails here."""
+    with (SUPPORT_SETS / name).open(encoding="utf-8", newline="") as f:
+        rows = [(r["text"], r["region"]) for r in csv.DictReader(f, delimiter="\t")]
+    model = load_dialect_identifier()
+    right = sum(model.identify(text).region == region for text, region in rows)
+    assert {region for _, region in rows} == set(REGIONS)
+    assert right / len(rows) >= 0.65, f"{right}/{len(rows)} support messages identified"
+
+
+def test_marker_behind_a_conjunction_counts() -> None:
+    # و/ف glued to an MSA marker (ولم، فماذا) must still count as the marker.
+    model = read_dialect_model()
+    with_marker = model.identify("ولم يصلني الطلب").scores["msa"]
+    model.marker_weight = 0.0
+    assert model.identify("ولم يصلني الطلب").scores["msa"] < with_marker
+
+
+def test_word_cache_is_bounded_and_gives_the_same_answer() -> None:
+    model = read_dialect_model()
+    model._max_entries = 8
+    text = "عايز اعرف الاوردر بتاعي فين يا جماعة لو سمحت بسرعة"
+    first = model.identify(text)
+    for _ in range(3):
+        assert model.identify(text) == first
+    assert len(model._entries) <= 8 + len(text.split())
 
 
 @pytest.mark.parametrize(
