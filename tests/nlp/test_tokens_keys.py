@@ -155,6 +155,27 @@ def test_final_alef_kept_where_it_belongs_to_the_word(word: str, key: str) -> No
     assert search_keys("هذا") == []
 
 
+@pytest.mark.parametrize(
+    "verb", ["يتزوج", "تتزوج", "نتزوج", "أتزوج", "يتزوجون", "بيتزوج", "حيتزوج", "ويتزوجها"]
+)
+def test_imperfective_prefix_meets_the_perfective(verb: str) -> None:
+    assert search_keys(verb) == search_keys("تزوج") == ["تزوج"]
+
+
+@pytest.mark.parametrize(
+    ("word", "key"),
+    [
+        ("يتيم", "يتيم"),  # 4 letters: too short to carry a prefix
+        ("اتصل", "اتصل"),
+        ("يمين", "يمين"),  # a bare ي is not stripped (would give مين)
+        ("يكتب", "يكتب"),
+        ("تعلم", "تعلم"),  # the perfective itself keeps its ت
+    ],
+)
+def test_person_prefix_guards(word: str, key: str) -> None:
+    assert search_keys(word) == [key]
+
+
 @pytest.mark.parametrize("word", ["كيف", "كل", "كأن", "كما"])
 def test_kaf_initial_function_words_are_stopwords(word: str) -> None:
     assert search_keys(word) == []
