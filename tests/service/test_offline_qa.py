@@ -19,6 +19,9 @@ from service import DiwaniyaClient
 from tests.service.conftest import collect
 
 SAMPLE = 80
+# Unanswerable questions asked: a larger sample than SAMPLE // 2 so that one or
+# two borderline questions do not decide the bound.
+UNANSWERABLE = 160
 
 
 @pytest.fixture
@@ -71,7 +74,7 @@ async def test_offline_responder_answers_from_the_kb_and_abstains_honestly(
         unanswerable = [q for q in queries if _article(q["relevant_passage_ids"][0]) not in kept]
         asserted = 0
         async with DiwaniyaClient(svc.target, api_key="key-half") as client:
-            for q in unanswerable[:SAMPLE // 2]:
+            for q in unanswerable[:UNANSWERABLE]:
                 events = await collect(client.send(q["text"], user_id="asker"))
                 assert events[-1].turn_completed.text
                 asserted += any(e.HasField("memory_cited") and e.memory_cited.quoted
@@ -81,5 +84,7 @@ async def test_offline_responder_answers_from_the_kb_and_abstains_honestly(
     assert quoting >= SAMPLE // 2, quoting
     # Deterministic: 53 of 63 quotes come from the right article on this sample.
     assert cited_right / quoting >= 0.80, (cited_right, quoting)
-    # Deterministic: 13 of these 40 quote a passage from another article.
-    assert asserted / (SAMPLE // 2) <= 0.35, asserted
+    # Deterministic: 42 of these 160 quote a passage from another article (39
+    # with the search keys before the final-ا and verb-prefix stems); over all
+    # 693 such questions bench/offline_qa.py measures 17.2 % either way.
+    assert asserted / UNANSWERABLE <= 0.30, asserted
