@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 import sys
 import time
 from collections import Counter
@@ -26,6 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "bench" / "results" / "nlp.json"
 TARGET_BYTES = 5 * 1024 * 1024
+ROUNDS = 5
+OURS = "diwaniya clean+fold+tokenize"
+CAMEL = "camel-tools dediac+alef+teh+tokenize"
+OURS_NORM = "diwaniya clean+fold (no tokenize)"
+CAMEL_NORM = "camel-tools dediac+alef+teh (no tokenize)"
 _ARABIC_RE = re.compile("[\u0621-\u064a]")
 
 # Prefix/suffix segments our segmenter is meant to split (clitics); gold
@@ -58,6 +64,10 @@ def ours(line: str) -> object:
     return tokenize(fold(clean(line)))
 
 
+def ours_normalise(line: str) -> object:
+    return fold(clean(line))
+
+
 def pyarabic_chain() -> Callable[[str], object] | None:
     try:
         from pyarabic import araby
@@ -72,7 +82,7 @@ def pyarabic_chain() -> Callable[[str], object] | None:
     return run
 
 
-def camel_chain() -> Callable[[str], object] | None:
+def camel_chain(tokenise: bool = True) -> Callable[[str], object] | None:
     try:
         from camel_tools.tokenizers.word import simple_word_tokenize
         from camel_tools.utils.dediac import dediac_ar
@@ -83,7 +93,10 @@ def camel_chain() -> Callable[[str], object] | None:
     def run(line: str) -> object:
         return simple_word_tokenize(normalize_teh_marbuta_ar(normalize_alef_ar(dediac_ar(line))))
 
-    return run
+    def normalise(line: str) -> object:
+        return normalize_teh_marbuta_ar(normalize_alef_ar(dediac_ar(line)))
+
+    return run if tokenise else normalise
 
 
 def boundaries(segments: list[str]) -> set[int]:
@@ -194,19 +207,28 @@ def main() -> None:
     nbytes = len(text.encode("utf-8"))
     print(f"throughput on {nbytes / 1e6:.1f} MB of ../shared/data Arabic ({len(lines)} lines)")
     contenders: dict[str, Callable[[str], object] | None] = {
-        "diwaniya clean+fold+tokenize": ours,
+        OURS: ours,
         "pyarabic strip+normalize+tokenize": pyarabic_chain(),
-        "camel-tools dediac+alef+teh+tokenize": camel_chain(),
+        CAMEL: camel_chain(),
+        OURS_NORM: ours_normalise,
+        CAMEL_NORM: camel_chain(tokenise=False),
     }
-    # The machine is shared: interleave the contenders over three rounds and
-    # keep each one's best round, so a burst of load elsewhere hits all alike.
-    rows = {name: float("nan") if fn is None else 0.0 for name, fn in contenders.items()}
-    for _ in range(3):
+    # The machine is shared: interleave the contenders over ROUNDS rounds and
+    # keep each one's median, so a burst of load elsewhere hits all alike and
+    # one lucky or unlucky round decides nothing.
+    runs: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(ROUNDS):
         for name, fn in contenders.items():
             if fn is not None:
-                rows[name] = max(rows[name], throughput(fn, lines, nbytes))
+                runs[name].append(throughput(fn, lines, nbytes))
+    rows = {name: statistics.median(v) if v else float("nan") for name, v in runs.items()}
+    print(f"  {'(MB/s, median of ' + str(ROUNDS) + ' interleaved rounds)':<40} {'median':>8} "
+          f"{'min':>7} {'max':>7}")
     for name, mbs in rows.items():
-        print(f"  {name:<40} {mbs:8.2f} MB/s" if mbs == mbs else f"  {name:<40}  not installed")
+        if mbs == mbs:
+            print(f"  {name:<40} {mbs:8.2f} {min(runs[name]):7.2f} {max(runs[name]):7.2f}")
+        else:
+            print(f"  {name:<40}  not installed")
     qcri_raw, qcri_clitic = seg_qcri()
     pud = seg_pud()
     print(f"{'segmentation':<34} {'P':>6} {'R':>6} {'F1':>6} {'word acc':>9} {'words':>7}")
@@ -217,14 +239,21 @@ def main() -> None:
     arcd = arcd_recall()
     print(f"ARCD BM25 over search_keys: recall@1 {arcd['recall_at_1']:.3f}  "
           f"recall@5 {arcd['recall_at_5']:.3f}")
-    camel = rows["camel-tools dediac+alef+teh+tokenize"]
-    ours_mbs = rows["diwaniya clean+fold+tokenize"]
+    camel, camel_norm = rows[CAMEL], rows[CAMEL_NORM]
+    ours_mbs, ours_norm = rows[OURS], rows[OURS_NORM]
     summary = {
         "mb": round(nbytes / 1e6, 2),
         "throughput_mb_s": round(ours_mbs, 2),
         "pyarabic_mb_s": round(rows["pyarabic strip+normalize+tokenize"], 2),
         "camel_mb_s": None if camel != camel else round(camel, 2),
         "speedup_vs_camel": None if camel != camel else round(ours_mbs / camel, 2),
+        # Like for like without tokenisation: clean+fold against camel-tools'
+        # dediac_ar+normalize_alef_ar+normalize_teh_marbuta_ar.
+        "normalise_mb_s": round(ours_norm, 2),
+        "camel_normalise_mb_s": None if camel_norm != camel_norm else round(camel_norm, 2),
+        "normalise_speedup_vs_camel": None
+        if camel_norm != camel_norm else round(ours_norm / camel_norm, 2),
+        "rounds": ROUNDS,
         "seg_qcri_f1": round(qcri_raw["f1"], 4),
         "seg_qcri_clitic_f1": round(qcri_clitic["f1"], 4),
         "seg_pud_f1": round(pud["f1"], 4),
