@@ -18,6 +18,7 @@ from nlp import (
     tokenize,
     words,
 )
+from nlp.tokens import typed_texts
 
 
 def test_tokenize_kinds_and_offsets() -> None:
@@ -275,3 +276,29 @@ def test_dialect_messages(text: str, expected_words: list[str], expected_keys: l
 
 def test_arabizi_query_meets_arabic_document() -> None:
     assert set(search_keys("el net 5arban")) & set(search_keys("النت خربان"))
+
+
+def _reference_tokens(text: str) -> list[tuple[str, str, int, int]]:
+    """tokenize() without its word-run fast path: one regex match per token."""
+    import re
+
+    from nlp import tokens as t
+
+    pattern = re.compile(t._TOKEN_RE.pattern.replace(t._RUN_ALT, ""), re.VERBOSE)
+    names = sorted(pattern.groupindex.items(), key=lambda kv: kv[1])
+    kinds = ["punct", *(name for name, _ in names)]
+    stop = len(text.rstrip(t._TRAILING))
+    return [(m.group(i), kinds[i], m.start(i), m.end(i))
+            for m in pattern.finditer(text, 0, stop) if (i := m.lastindex or 0) and m.group(i)]
+
+
+_MIXED = st.text(alphabet=st.sampled_from(
+    "شلونكحبيبيوالكتاب َُ  \t\n،.؟!@#_:/wxyz7319٣😂\u200c\u200d\u202e\u2067"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(), _MIXED))
+def test_word_run_fast_path_equals_one_match_per_token(text: str) -> None:
+    got = [(tok.text, tok.kind.value, tok.start, tok.end) for tok in tokenize(text)]
+    assert got == _reference_tokens(text)
+    assert [(k.value, s) for k, s in typed_texts(text)] == [(k, s) for s, k, _, _ in got]
