@@ -229,6 +229,7 @@ class LinearDialectModel:
         bias: npt.NDArray[np.floating],
         nb_weights: npt.NDArray[np.floating] | None = None,
         marker_weight: float = 1.0,
+        temperature: npt.NDArray[np.floating] | None = None,
     ) -> None:
         k = len(REGIONS)
         if weights.ndim != 2 or weights.shape[1] != k or bias.shape != (k,):
@@ -242,6 +243,12 @@ class LinearDialectModel:
         stacked = weights if nb_weights is None else np.hstack([weights, nb_weights])
         self._w = np.ascontiguousarray(stacked, dtype=np.float32)
         self._b = [float(x) for x in bias]
+        # Softmax temperature per message length in words (last entry: that
+        # many or more), fitted by bench/train_dialect.py on held-back
+        # training rows: one word must not look as sure as a whole message.
+        self._temps = [1.0] if temperature is None else [float(t) for t in temperature]
+        if not self._temps or min(self._temps) <= 0:
+            raise ConfigurationError("dialect temperatures must be positive")
         self._has_nb = nb_weights is not None
         self.buckets = buckets
         # Each marker word adds this to its region's logit on top of the
@@ -280,11 +287,16 @@ class LinearDialectModel:
         return [e if e is not None else fresh[w] for w, e in zip(ws, got, strict=True)]
 
     def log_scores(self, text: str) -> list[float]:
-        """Log-probabilities over REGIONS (up to a constant)."""
+        """Calibrated log-probabilities over REGIONS (up to a constant)."""
         ws = dialect_words(text)
-        k = len(REGIONS)
         if not ws:
             return _log_softmax(self._b)
+        t = self._temps[min(len(ws), len(self._temps)) - 1]
+        return [v / t for v in self.raw_log_scores(ws)]
+
+    def raw_log_scores(self, ws: list[str]) -> list[float]:
+        """Uncalibrated log-scores of already extracted dialect words (non-empty)."""
+        k = len(REGIONS)
         entries = self._word_rows(ws)
         bigrams = _bigram_ids(ws, self.buckets)
         total = np.sum([e[0] for e in entries], axis=0)
@@ -322,7 +334,8 @@ def read_dialect_model() -> LinearDialectModel:
         raise ConfigurationError(f"dialect model {_ARTEFACT} missing from nlp/data") from exc
     with np.load(io.BytesIO(gzip.decompress(blob))) as arrays:
         nb = arrays["nb_weights"] if "nb_weights" in arrays.files else None
-        return LinearDialectModel(arrays["weights"], arrays["bias"], nb)
+        temps = arrays["temperature"] if "temperature" in arrays.files else None
+        return LinearDialectModel(arrays["weights"], arrays["bias"], nb, temperature=temps)
 
 
 @lru_cache(maxsize=1)

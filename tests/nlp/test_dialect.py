@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nlp import REGIONS, DialectResult, load_dialect_identifier, pool_dialects
-from nlp.dialect import read_dialect_model
+from nlp.dialect import LinearDialectModel, read_dialect_model
 
 SUPPORT_SETS = Path(__file__).resolve().parents[2] / "bench" / "data"
 
@@ -112,3 +112,23 @@ def test_pool_with_real_messages() -> None:
     model = load_dialect_identifier()
     thread = ["السلام عليكم", "عايز اعرف الفاتورة", "ليه كده الخدمة وحشة"]
     assert pool_dialects([model.identify(t) for t in thread]).region == "egyptian"
+
+
+def test_short_messages_are_tempered_not_changed() -> None:
+    # Temperature per message length: a one-word message must not look as sure
+    # as a whole one, and the predicted region never changes.
+    import numpy as np
+
+    plain = read_dialect_model()
+    w, nb = plain._w[:, :6], plain._w[:, 6:]
+    hot = LinearDialectModel(w, np.asarray(plain._b), nb, temperature=np.array([1.0]))
+    tempered = LinearDialectModel(w, np.asarray(plain._b), nb, temperature=np.array([3.0, 1.0]))
+    one, two = "مرحبا", "عايز اشحن"
+    assert tempered.identify(one).region == hot.identify(one).region
+    assert tempered.identify(one).confidence < hot.identify(one).confidence
+    assert tempered.identify(two).scores == hot.identify(two).scores  # ≥ 2 words: T = 1
+
+
+def test_shipped_temperatures_are_at_least_one() -> None:
+    temps = read_dialect_model()._temps
+    assert len(temps) == 8 and min(temps) >= 1.0
