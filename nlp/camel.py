@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diwaniya.errors import ConfigurationError
-from nlp.keys import search_keys
+from nlp.keys import _hashtag_parts, search_keys
 from nlp.lexicon import STOPWORDS
 from nlp.normalize import clean, fold
 from nlp.tokens import TokenKind, typed_texts
@@ -181,10 +181,10 @@ def camel_lemma_keys(db: MorphologyDB) -> KeyFunction:
                 continue
             pieces: list[str] = []
             if kind is TokenKind.HASHTAG:
-                for part in tok[1:].split("_"):
+                for part in _hashtag_parts(tok):
                     if _ARABIC_WORD.fullmatch(part):
                         out.extend(word_keys(part))
-                    elif part:
+                    else:
                         pieces.append("#" + part)
             elif kind in (TokenKind.LATIN, TokenKind.NUMBER):
                 pieces.append(tok)

@@ -81,8 +81,6 @@ def _stream_safe(text: str) -> str:
         run = m.group()
         return _CGJ.join(run[i : i + 30] for i in range(0, len(run), 30))
 
-    if not _LONG_MARK_RUN_RE.search(text):
-        return text
     return _LONG_MARK_RUN_RE.sub(split, text)
 
 

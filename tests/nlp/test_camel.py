@@ -105,14 +105,20 @@ NPref-wAl Suff-0
 """
 
 
-@pytest.fixture
-def lemma_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KeyFunction:
+def write_tiny_camel_data(tmp_path: Path) -> tuple[Path, Path]:
+    """(camel-tools data folder with a catalogue, tiny morphology .db file) under tmp_path."""
     _camel_tools()
     data = tmp_path / "camel_data"
     data.mkdir()
     (data / "catalogue.json").write_text(json.dumps(_CATALOGUE), encoding="utf-8")
     db_file = tmp_path / "tiny.db"
     db_file.write_text(_TINY_DB, encoding="utf-8")
+    return data, db_file
+
+
+@pytest.fixture
+def lemma_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KeyFunction:
+    data, db_file = write_tiny_camel_data(tmp_path)
     # camel-tools creates ~/.camel_tools on import and reads CAMELTOOLS_DATA:
     # keep both inside tmp_path (require_camel_morphology sets the latter).
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from diwaniya.errors import ConfigurationError
 from service import Settings, build_app
-from tests.nlp.test_camel import _CATALOGUE, _TINY_DB, _camel_tools
+from tests.nlp.test_camel import write_tiny_camel_data
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -54,12 +54,7 @@ def test_cli_exits_non_zero_with_the_message(tmp_path: Path, command: list[str])
 
 
 def test_kb_ingest_and_search_share_the_camel_keys(tmp_path: Path) -> None:
-    _camel_tools()
-    data = tmp_path / "camel_data"
-    data.mkdir()
-    (data / "catalogue.json").write_text(json.dumps(_CATALOGUE), encoding="utf-8")
-    db_file = tmp_path / "tiny.db"
-    db_file.write_text(_TINY_DB, encoding="utf-8")
+    data, db_file = write_tiny_camel_data(tmp_path)
     doc = tmp_path / "stock.md"
     doc.write_text("# المخزن\n\nوصلت الكتب إلى المخزن صباح اليوم.\n", encoding="utf-8")
     env = {"HOME": str(tmp_path), "DIWANIYA_DATA_DIR": str(tmp_path / "data"),
