@@ -219,6 +219,9 @@ class ConversationEngine:
                 dialect_confidence=turn.get("dialect_confidence", 0.0),
                 script=turn.get("script", ""),
                 checkpoint_id=final.config["configurable"]["checkpoint_id"],
+                message_dialect=turn.get("message_dialect", ""),
+                message_dialect_confidence=turn.get("message_dialect_confidence", 0.0),
+                reply_register=turn.get("reply_register", ""),
             ))
 
     async def _replay(
@@ -241,6 +244,9 @@ class ConversationEngine:
             text=done["reply"], phase=done["phase"], dialect=done["dialect"],
             dialect_confidence=done.get("dialect_confidence", 0.0), script=done.get("script", ""),
             checkpoint_id=checkpoint_id, replayed=True,
+            message_dialect=done.get("message_dialect", ""),
+            message_dialect_confidence=done.get("message_dialect_confidence", 0.0),
+            reply_register=done.get("reply_register", ""),
         ))
 
     # -------------------------------------------------------------- approvals
@@ -282,7 +288,8 @@ class ConversationEngine:
                               deadline=time.monotonic() + self._config.turn_timeout_s)
             settled, reply = await settle(
                 held, approved=request.approved, call_id=request.call_id,
-                registry=self._tools(turn), ctx=ctx, phrases=self._phrases, region=region)
+                registry=self._tools(turn), ctx=ctx, phrases=self._phrases,
+                region=_approval_voice(values))
             events: list[Event] = [TurnStarted(request_id=request.request_id), *settled,
                                    *(TextDelta(text=w) for w in stream_words(reply))]
             for seq, event in enumerate(events, start=1):
@@ -377,3 +384,12 @@ def _decode_token(token: str) -> tuple[datetime, str]:
             "page_token is not one this service issued; pass next_page_token unchanged",
             field="page_token",
         ) from None
+
+
+def _approval_voice(values: dict[str, Any]) -> str:
+    """The phrase voice of an approval turn: the thread's dialect only when it is
+    confident enough to mirror (as in a normal turn), else neutral."""
+    region = str(values.get("dialect") or "msa")
+    _, voice = culture.choose_register(requested="", policy="mirror", region=region,
+                                       confidence=float(values.get("dialect_confidence") or 0.0))
+    return voice

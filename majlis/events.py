@@ -101,6 +101,9 @@ class TurnCompleted:
     script: str = ""
     checkpoint_id: str = ""
     replayed: bool = False
+    message_dialect: str = ""
+    message_dialect_confidence: float = 0.0
+    reply_register: str = ""  # "msa" | "dialect" | "neutral"
     kind: Literal["turn_completed"] = "turn_completed"
 
 

@@ -48,6 +48,9 @@ class ThreadState(TypedDict, total=False):
     cycle: int
     dialect: str
     dialect_confidence: float
+    # The thread's accumulated regional evidence (nlp.dialect_thread.ThreadDialect.to_dict()).
+    dialect_thread: dict[str, Any]
+    # Legacy (per-message reads pooled by an earlier version): read by nothing.
     dialect_history: list[dict[str, Any]]
     formality: str
     gender: str | None

@@ -82,7 +82,10 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
             out.turn_completed.CopyFrom(pb.TurnCompleted(
                 text=e.text, phase=e.phase, dialect=e.dialect,
                 dialect_confidence=e.dialect_confidence, script=e.script,
-                checkpoint_id=e.checkpoint_id, replayed=e.replayed))
+                checkpoint_id=e.checkpoint_id, replayed=e.replayed,
+                message_dialect=e.message_dialect,
+                message_dialect_confidence=e.message_dialect_confidence,
+                reply_register=e.reply_register))
         case ev.TurnError():
             out.error.CopyFrom(pb.Error(code=e.code, message=e.message, retryable=e.retryable))
     return out

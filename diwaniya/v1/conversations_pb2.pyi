@@ -434,17 +434,34 @@ class TurnCompleted(_message.Message):
     SCRIPT_FIELD_NUMBER: _builtins.int
     CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
     REPLAYED_FIELD_NUMBER: _builtins.int
+    MESSAGE_DIALECT_FIELD_NUMBER: _builtins.int
+    MESSAGE_DIALECT_CONFIDENCE_FIELD_NUMBER: _builtins.int
+    REPLY_REGISTER_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     """the full reply"""
     phase: _builtins.str
     dialect: _builtins.str
-    """msa | gulf | egyptian | levantine | maghrebi | iraqi"""
+    """The thread's dialect: a posterior accumulated over its turns with the
+    caller's country as a prior; "msa" (confidence 0) while the thread has
+    shown no regional evidence. One of msa | gulf | egyptian | levantine |
+    maghrebi | iraqi.
+    """
     dialect_confidence: _builtins.float
     script: _builtins.str
     """arabic | latin | arabizi | mixed | other"""
     checkpoint_id: _builtins.str
     replayed: _builtins.bool
     """true when served from a repeated request_id"""
+    message_dialect: _builtins.str
+    """This message's own dialect read from its regional words; "" (confidence 0)
+    when it has none (a greeting every region says, a number, an order id).
+    """
+    message_dialect_confidence: _builtins.float
+    reply_register: _builtins.str
+    """The register the reply was written in: "msa" (REGISTER_MSA or the tenant's
+    policy), "dialect" (mirrors `dialect`: asked for, or the thread's
+    confidence passed the mirroring threshold) or "neutral" (plain Arabic).
+    """
     def __init__(
         self,
         *,
@@ -455,10 +472,13 @@ class TurnCompleted(_message.Message):
         script: _builtins.str = ...,
         checkpoint_id: _builtins.str = ...,
         replayed: _builtins.bool = ...,
+        message_dialect: _builtins.str = ...,
+        message_dialect_confidence: _builtins.float = ...,
+        reply_register: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "dialect", b"dialect", "dialect_confidence", b"dialect_confidence", "phase", b"phase", "replayed", b"replayed", "script", b"script", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "dialect", b"dialect", "dialect_confidence", b"dialect_confidence", "message_dialect", b"message_dialect", "message_dialect_confidence", b"message_dialect_confidence", "phase", b"phase", "replayed", b"replayed", "reply_register", b"reply_register", "script", b"script", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -22,10 +22,18 @@ from majlis.culture.compose import compose_closing, compose_opening
 from majlis.culture.cues import CueReader, Cues, Formality, read_cues
 from majlis.culture.greetings import GreetingTable, load_greetings
 from majlis.culture.phases import DEFAULT_LONG_GAP, Phase, PhaseStep, next_phase
-from majlis.culture.tone import ToneDirective, ToneProfile, compute_tone
+from majlis.culture.tone import (
+    MIRROR_THRESHOLD,
+    ReplyRegister,
+    ToneDirective,
+    ToneProfile,
+    choose_register,
+    compute_tone,
+)
 
 __all__ = [
     "DEFAULT_LONG_GAP",
+    "MIRROR_THRESHOLD",
     "Clock",
     "CueReader",
     "Cues",
@@ -36,11 +44,13 @@ __all__ = [
     "Moment",
     "Phase",
     "PhaseStep",
+    "ReplyRegister",
     "SeasonCalendar",
     "SystemClock",
     "TimeOfDay",
     "ToneDirective",
     "ToneProfile",
+    "choose_register",
     "compose_closing",
     "compose_opening",
     "compute_tone",

@@ -24,12 +24,34 @@ from typing import Literal
 from majlis.culture.calendar import Moment, TimeOfDay
 from majlis.culture.cues import Cues, Formality
 
-__all__ = ["REGIONS", "Stance", "ToneDirective", "ToneProfile", "compute_tone"]
+__all__ = [
+    "MIRROR_THRESHOLD",
+    "REGIONS",
+    "ReplyRegister",
+    "Stance",
+    "ToneDirective",
+    "ToneProfile",
+    "choose_register",
+    "compute_tone",
+]
 
 # The dialect regions of nlp (kept here so culture does not depend on nlp's data).
 REGIONS = ("msa", "gulf", "egyptian", "levantine", "maghrebi", "iraqi")
+# The voice used when the thread's dialect is not known well enough to mirror:
+# plain Arabic every region reads as its own, no regional words.
+NEUTRAL = "neutral"
 Stance = Literal["neutral", "empathetic", "apologetic"]
 Gender = Literal["m", "f"]
+ReplyRegister = Literal["msa", "dialect", "neutral"]
+
+# Replies mirror the thread's dialect only at this posterior or above. A reply
+# in the wrong dialect is worse than one in the neutral voice, so it is set for
+# precision: the least value at which mirrored replies were in the right
+# dialect ≥ 90 % of the time on the support-style development set — one
+# message, with the right or a wrong country, and 3-message threads
+# (bench/dialect_thread.py: 0.55 → precision 0.95–0.99; the held-out set
+# bench/data/support_dialect_2.tsv gives 0.92–0.97 at the same value).
+MIRROR_THRESHOLD = 0.55
 
 _LEVEL: Mapping[str, int] = {"casual": 0, "neutral": 1, "formal": 2}
 _BY_LEVEL: tuple[Formality, ...] = ("casual", "neutral", "formal")
@@ -53,7 +75,35 @@ _REGION_NAMES = {
     "levantine": "Levantine Arabic (اللهجة الشامية)",
     "maghrebi": "Maghrebi Arabic (الدارجة المغاربية)",
     "iraqi": "Iraqi Arabic (اللهجة العراقية)",
+    NEUTRAL: "plain, light Arabic that reads naturally in every Arab country "
+    "(عربية بسيطة مفهومة في كل البلدان)",
 }
+
+
+def choose_register(
+    *, requested: str, policy: str, region: str, confidence: float,
+    threshold: float = MIRROR_THRESHOLD,
+) -> tuple[ReplyRegister, str]:
+    """The reply's register and voice (a dialect region, "msa" or "neutral").
+
+    ``requested`` is the caller's per-message choice ("msa", "dialect" or "" for
+    the tenant's ``policy``); it wins over the policy. "dialect" mirrors the
+    thread's dialect whatever its confidence, or speaks neutral while the thread
+    has none; the default mirrors only at ``threshold`` or above.
+
+    >>> choose_register(requested="", policy="mirror", region="gulf", confidence=0.8)
+    ('dialect', 'gulf')
+    >>> choose_register(requested="", policy="mirror", region="iraqi", confidence=0.4)
+    ('neutral', 'neutral')
+    >>> choose_register(requested="msa", policy="mirror", region="egyptian", confidence=0.99)
+    ('msa', 'msa')
+    """
+    dialect = region in REGIONS and region != "msa"
+    if requested == "msa" or (not requested and policy == "msa"):
+        return "msa", "msa"
+    if dialect and (requested == "dialect" or confidence >= threshold):
+        return "dialect", region
+    return "neutral", NEUTRAL
 
 
 @dataclass(frozen=True)
@@ -159,16 +209,22 @@ def compute_tone(
     known_gender: Gender | None,
     moment: Moment,
     prior_formality: str | None,
+    voice: str | None = None,
 ) -> ToneDirective:
     """This turn's directive.
 
     ``region`` is the user's dialect region (one of :data:`REGIONS`; anything else is
     treated as MSA). ``turn_index`` counts the thread's turns from 0. ``known_gender``
     is a stored preference and wins over the message's own cue. ``prior_formality`` is
-    the previous turn's directive formality (None on the first turn).
+    the previous turn's directive formality (None on the first turn). ``voice``,
+    when given, is the register already chosen by :func:`choose_register` (a
+    region, "msa" or "neutral") and is used as it is.
     """
-    dialect = region if region in REGIONS else "msa"
-    register = "msa" if profile.register_policy == "msa" else dialect
+    if voice is not None:
+        register = voice if voice in REGIONS or voice == NEUTRAL else "msa"
+    else:
+        dialect = region if region in REGIONS else "msa"
+        register = "msa" if profile.register_policy == "msa" else dialect
     formality = _formality(profile, cues, turn_index=turn_index, prior=prior_formality)
     gender = known_gender or cues.self_gender
     if cues.frustration or cues.insistence:
@@ -183,7 +239,8 @@ def compute_tone(
     return ToneDirective(
         register=register,
         formality=formality,
-        honorific=_honorific(register, formality, gender),
+        # The neutral voice addresses the user as MSA does (حضرتك when formal).
+        honorific=_honorific("msa" if register == NEUTRAL else register, formality, gender),
         addressee_gender=gender,
         stance=stance,
         brevity=brevity,

@@ -1,16 +1,14 @@
-"""analyse: what did the user write — script, dialect (pooled over the thread)."""
+"""analyse: what did the user write — script, the message's dialect, the thread's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import nlp
+from majlis.culture import load_greetings
 from majlis.state import ThreadState
-
-# How many past messages' dialect evidence to pool. Recent messages dominate
-# because a user who switches to MSA for a formal complaint should be mirrored.
-HISTORY = 12
+from nlp.dialect_thread import ThreadDialect, message_evidence, shared_words
 
 # The caller's country hint (ISO 3166-1) as a region, grouped as in the
 # training data (see ../shared/data/SOURCES.md): Yemen with the Gulf, Sudan
@@ -22,56 +20,52 @@ COUNTRY_REGION: dict[str, str] = {
     **dict.fromkeys(("JO", "LB", "PS", "SY"), "levantine"),
     **dict.fromkeys(("DZ", "LY", "MA", "TN", "MR"), "maghrebi"),
 }
-# Weight of the country prior: enough to settle an ambiguous "صباح الخير",
-# too little to overrule a message that clearly reads as another dialect
-# (an Egyptian customer of a Kuwaiti company is mirrored as Egyptian).
-COUNTRY_WEIGHT = 0.35
+
+
+def shared_greeting_phrases() -> Iterable[str]:
+    """The greeting table's phrases every region says (السلام عليكم، مرحبا، شكرا …)."""
+    for entry in load_greetings().entries.values():
+        yield from entry.match.get("common", ())
 
 
 class Analyse:
-    """Reads the message: script (Arabic/Latin/Arabizi/mixed) and dialect region.
+    """Reads the message: script (Arabic/Latin/Arabizi/mixed), its dialect, the thread's.
 
-    Dialect evidence is pooled across the thread: "شلونك" alone says gulf or
-    iraqi; three messages in, the thread's region is stable.
+    The thread's dialect is a posterior accumulated over its turns
+    (:class:`nlp.dialect_thread.ThreadDialect`) with the caller's country as a
+    prior; a message without regional evidence leaves it where it was:
+    "ابي اعرف وين طلبي" then "السلام عليكم" is still gulf, and "السلام عليكم"
+    alone is no dialect at all ("msa", confidence 0) rather than iraqi.
     """
 
-    def __init__(self, identifier: nlp.DialectIdentifier) -> None:
+    def __init__(self, identifier: nlp.DialectIdentifier,
+                 shared: Iterable[str] | None = None) -> None:
         self._identifier = identifier
+        self._shared = shared_words(shared_greeting_phrases() if shared is None else shared)
 
     def __call__(self, state: ThreadState) -> dict[str, Any]:
         turn = state["turn"]
         text = turn["text"]
         script = nlp.detect_script(text)
-        source = nlp.arabizi_to_arabic(text) if script == nlp.Script.ARABIZI else text
-        result = self._identifier.identify(source)
+        evidence = message_evidence(self._identifier, text, shared=self._shared)
+        thread = ThreadDialect.from_dict(state.get("dialect_thread"))
+        thread = thread.observe(evidence)
         prior = COUNTRY_REGION.get(turn.get("country") or "")
-        if prior is not None:
-            result = _with_prior(result, prior)
-        history: Sequence[dict[str, Any]] = state.get("dialect_history", [])
-        past = [nlp.DialectResult(h["region"], h["confidence"], h["scores"]) for h in history]
-        pooled = nlp.pool_dialects([*past, result]) if past else result
-        record = {"region": result.region, "confidence": result.confidence,
-                  "scores": dict(result.scores)}
+        seen = thread.with_prior(prior)
+        message = evidence.message
         return {
             "turn": {
                 "script": str(script),
-                "dialect": pooled.region,
-                "dialect_confidence": round(float(pooled.confidence), 4),
-                "message_dialect": result.region,
-                # Committed to the thread by the last node only (see majlis.state).
-                "dialect_history": [*history, record][-HISTORY:],
+                "dialect": seen.region,
+                "dialect_confidence": round(float(seen.confidence), 4),
+                # "" when the message carries no regional evidence (a shared
+                # greeting, a number, an order id).
+                "message_dialect": message.region if message and evidence.weight else "",
+                "message_dialect_confidence": (
+                    round(float(message.confidence), 4) if message and evidence.weight else 0.0),
+                "dialect_weight": evidence.weight,
+                # Committed to the thread by the last node only (see majlis.state);
+                # stored without the prior, which follows each turn's country.
+                "dialect_thread": thread.to_dict(),
             },
         }
-
-
-def _with_prior(result: nlp.DialectResult, region: str) -> nlp.DialectResult:
-    """Blend the message's scores with a one-hot prior on ``region``.
-
-    >>> r = nlp.DialectResult("maghrebi", 0.32, {"maghrebi": 0.32, "gulf": 0.30, "msa": 0.38})
-    >>> _with_prior(r, "gulf").region
-    'gulf'
-    """
-    scores = {k: (1 - COUNTRY_WEIGHT) * v for k, v in result.scores.items()}
-    scores[region] = scores.get(region, 0.0) + COUNTRY_WEIGHT
-    best = max(scores, key=lambda k: scores[k])
-    return nlp.DialectResult(best, scores[best], scores)

@@ -42,21 +42,22 @@ class PhaseNode:
         if step.current != previous or step.new_cycle:
             emit(PhaseChanged(previous=previous_raw or "", current=str(step.current),
                               new_cycle=step.new_cycle))
-        region = turn["dialect"]
-        if turn.get("register") == "msa":
-            region_for_tone = "msa"
-        else:
-            region_for_tone = region
+        # Mirror the thread's dialect only when it is known well enough (or the
+        # caller asked for dialect); REGISTER_MSA always speaks MSA.
+        reply_register, voice = culture.choose_register(
+            requested=turn.get("register") or "", policy=tenant.profile.register_policy,
+            region=turn["dialect"], confidence=float(turn.get("dialect_confidence") or 0.0))
         gender = cues.self_gender or state.get("gender")
         first_contact = not state.get("messages") or step.new_cycle
         tone = culture.compute_tone(
             tenant.profile,
-            region=region_for_tone,
+            region=voice,
             cues=cues,
             turn_index=len(state.get("messages", [])) // 2,
             known_gender=gender,  # type: ignore[arg-type]
             moment=moment,
             prior_formality=state.get("formality"),
+            voice=voice,
         )
         opening = culture.compose_opening(
             cues, region=tone.register, tone=tone, moment=moment, first_contact=first_contact
@@ -71,6 +72,7 @@ class PhaseNode:
                 "cues": _plain(dataclasses.asdict(cues)),
                 "tone": _plain(dataclasses.asdict(tone)),
                 "tone_prompt": tone.to_prompt(),
+                "reply_register": reply_register,
                 "opening": opening,
                 "closing": closing,
                 "hijri": list(moment.hijri),

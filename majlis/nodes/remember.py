@@ -48,7 +48,7 @@ class Remember:
             "formality": turn["formality"],
             "dialect": turn["dialect"],
             "dialect_confidence": turn.get("dialect_confidence", 0.0),
-            "dialect_history": turn["dialect_history"],
+            "dialect_thread": turn["dialect_thread"],
             "pending_approvals": turn.get("pending_approvals") or {},
         }
         if turn.get("request_id"):
@@ -57,5 +57,8 @@ class Remember:
                 "reply": turn["reply"], "phase": turn["phase"], "dialect": turn["dialect"],
                 "dialect_confidence": turn.get("dialect_confidence", 0.0),
                 "script": turn.get("script", ""),
+                "message_dialect": turn.get("message_dialect", ""),
+                "message_dialect_confidence": turn.get("message_dialect_confidence", 0.0),
+                "reply_register": turn.get("reply_register", ""),
             }}
         return update

@@ -66,7 +66,9 @@ class Respond:
         system = compose_system_prompt(
             persona=tenant.profile.persona_name,
             tone_block=turn["tone_prompt"],
-            region=turn["dialect"],
+            # The voice chosen for this reply (phase node), not the raw thread
+            # dialect: REGISTER_MSA or an unsure thread must not say "reply in X".
+            region=turn["tone"]["register"],
             recalled=[r for r in recalled if r.kind == "document"],
             facts=[r.text for r in recalled if r.kind != "document"],
             now_gregorian=turn["local_time"],
