@@ -31,6 +31,7 @@ from majlis.culture.phrases import (
     Script,
     Words,
     WordSplitter,
+    arabizi_skeleton,
     is_latin,
     latin_words,
 )
@@ -118,6 +119,14 @@ class CueReader:
         self._business = PhraseIndex(
             ((p, cat) for cat in self._BUSINESS for p in lexicon[cat]), words=words
         )
+        # One-word Latin business cues by consonant skeleton, so that Arabizi
+        # spellings the lexicon does not list ("moshkila" for "moshkela") count.
+        self._skeletons: dict[str, str] = {}
+        for cat in self._BUSINESS:
+            for phrase in lexicon[cat]:
+                ws = latin_words(phrase) if is_latin(phrase) else []
+                if len(ws) == 1 and arabizi_skeleton(ws[0]):
+                    self._skeletons.setdefault(arabizi_skeleton(ws[0]), cat)
         self._tone = PhraseIndex(
             ((p, cat) for cat in self._TONE for p in lexicon[cat]), words=words
         )
@@ -183,6 +192,18 @@ class CueReader:
                 kept.append(match)
         return kept
 
+    def _skeleton_cues(self, words: Words, used: frozenset[tuple[str, int]]) -> set[str]:
+        """Business categories of Latin words (not used by a greeting) by skeleton:
+        "salam 3alaykom, 3andi moshkila" → {"complaint"}."""
+        found = set()
+        for i, word in enumerate(words.latin):
+            if ("latin", i) in used:
+                continue
+            category = self._skeletons.get(arabizi_skeleton(word))
+            if category is not None:
+                found.add(category)
+        return found
+
     def _formality(self, text: str, tone: set[str]) -> Formality:
         formal = "formal" in tone
         casual = (
@@ -210,6 +231,7 @@ class CueReader:
         ]
         used = frozenset(p for m in greetings for p in m.positions())
         business = {m.label for m in self._business.find_all(words, skip=used)}
+        business |= self._skeleton_cues(words, used)
         tone = {m.label for m in self._tone.find_all(words)}
         leftover = len(words.arabic) + len(words.latin) > len(used)
         complaint = "complaint" in business

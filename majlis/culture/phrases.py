@@ -23,7 +23,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-__all__ = ["Match", "PhraseIndex", "Script", "WordSplitter", "Words", "is_latin", "latin_words"]
+__all__ = [
+    "Match",
+    "PhraseIndex",
+    "Script",
+    "WordSplitter",
+    "Words",
+    "arabizi_skeleton",
+    "is_latin",
+    "latin_words",
+]
 
 # Latin letters and the digits Arabizi uses for Arabic sounds (2=ء, 3=ع, 5=خ,
 # 7=ح, 9=ق/ص): "3ayez", "7abibi" are single words. Apostrophes split words.
@@ -48,6 +57,30 @@ def is_latin(phrase: str) -> bool:
 def latin_words(text: str) -> list[str]:
     """The raw Latin words of ``text``, lower-cased: ``"Yalla BYE!" -> ["yalla", "bye"]``."""
     return _LATIN_WORD.findall(text.casefold())
+
+
+# Arabizi writes one Arabic word many ways: moshkila, mushkila, mshkla, mochkila.
+# Its consonant skeleton is stable: digraphs as one letter (ch = sh, the French
+# spelling of ش in the Maghreb), vowels dropped, doubled letters squeezed.
+_DIGRAPHS = (("ch", "sh"), ("ou", "u"))
+_VOWELS = re.compile(r"[aeiou]+")
+_DOUBLE = re.compile(r"(.)\1+")
+# Shorter skeletons collide with unrelated words ("abi" and "bye" share "b").
+SKELETON_MIN = 3
+
+
+def arabizi_skeleton(word: str) -> str:
+    """The consonant skeleton of a lower-cased Latin (Arabizi) word; "" when too short.
+
+    >>> {arabizi_skeleton(w) for w in ("moshkila", "mushkila", "mshkla", "mochkila")}
+    {'mshkl'}
+    >>> arabizi_skeleton("abi")
+    ''
+    """
+    for a, b in _DIGRAPHS:
+        word = word.replace(a, b)
+    skeleton = _DOUBLE.sub(r"\1", _VOWELS.sub("", word))
+    return skeleton if len(skeleton) >= SKELETON_MIN and len(word) >= 4 else ""
 
 
 @dataclass(frozen=True, slots=True)
