@@ -47,19 +47,24 @@ class DiwaniyaClient:
     def message(
         text: str, *, user_id: str, thread_id: str = "", request_id: str = "", country: str = "",
         timezone: str = "", client_time: datetime | None = None,
+        register: pb.Register.ValueType = pb.REGISTER_UNSPECIFIED,
     ) -> pb.SendMessageRequest:
         msg = pb.SendMessageRequest(text=text, user_id=user_id, thread_id=thread_id,
-                                    request_id=request_id, country=country, timezone=timezone)
+                                    request_id=request_id, country=country, timezone=timezone,
+                                    register=register)
         if client_time is not None:
             msg.client_time.CopyFrom(timestamp(client_time))
         return msg
 
     def send(self, text: str, *, user_id: str, thread_id: str = "", request_id: str = "",
              country: str = "", timezone: str = "", client_time: datetime | None = None,
-             timeout_s: float | None = None) -> AsyncIterator[pb.TurnEvent]:
+             timeout_s: float | None = None,
+             register: pb.Register.ValueType = pb.REGISTER_UNSPECIFIED,
+             ) -> AsyncIterator[pb.TurnEvent]:
         """One turn; iterate the returned call for its events (raises ``grpc.aio.AioRpcError``)."""
         request = self.message(text, user_id=user_id, thread_id=thread_id, request_id=request_id,
-                               country=country, timezone=timezone, client_time=client_time)
+                               country=country, timezone=timezone, client_time=client_time,
+                               register=register)
         return self._stub.SendMessage(request, metadata=self._metadata,
                                       timeout=timeout_s or self._timeout)
 

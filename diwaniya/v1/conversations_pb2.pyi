@@ -34,18 +34,18 @@ class _Register:
 class _RegisterEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Register.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     REGISTER_UNSPECIFIED: _Register.ValueType  # 0
-    """let the service decide (mirror the user)"""
+    """the tenant policy: mirror the thread dialect when sure, else neutral"""
     REGISTER_MSA: _Register.ValueType  # 1
     REGISTER_DIALECT: _Register.ValueType  # 2
-    """mirror the user's dialect"""
+    """mirror the thread dialect (neutral while it has none)"""
 
 class Register(_Register, metaclass=_RegisterEnumTypeWrapper): ...
 
 REGISTER_UNSPECIFIED: Register.ValueType  # 0
-"""let the service decide (mirror the user)"""
+"""the tenant policy: mirror the thread dialect when sure, else neutral"""
 REGISTER_MSA: Register.ValueType  # 1
 REGISTER_DIALECT: Register.ValueType  # 2
-"""mirror the user's dialect"""
+"""mirror the thread dialect (neutral while it has none)"""
 Global___Register: _TypeAlias = Register  # noqa: Y015
 
 @_typing.final
