@@ -92,3 +92,12 @@ def test_every_phrase_has_msa_and_neutral_texts() -> None:
         msa = book.say(phrase_id, "msa")
         neutral = book.say(phrase_id, "neutral")
         assert msa and neutral and neutral != book.say(phrase_id, "maghrebi")
+
+
+def test_prompt_docstring_examples_run() -> None:
+    import doctest
+
+    import majlis.prompt
+
+    result = doctest.testmod(majlis.prompt)
+    assert result.attempted > 0 and result.failed == 0

@@ -93,3 +93,20 @@ def test_round_trip_through_the_checkpoint_form() -> None:
     assert again.confidence == pytest.approx(thread.confidence, abs=1e-4)
     assert set(again.posterior()) == set(DIALECTS)
     assert ThreadDialect.from_dict(None).region == "msa"
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    import nlp.dialect_thread
+
+    result = doctest.testmod(nlp.dialect_thread)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_approval_turns_mirror_only_a_confident_thread() -> None:
+    from majlis.engine import _approval_voice
+
+    assert _approval_voice({"dialect": "gulf", "dialect_confidence": 0.3}) == "neutral"
+    assert _approval_voice({"dialect": "gulf", "dialect_confidence": 0.9}) == "gulf"
+    assert _approval_voice({}) == "neutral"
