@@ -166,3 +166,27 @@ async def test_replay_repeats_the_new_fields(run_service) -> None:
     assert (b.message_dialect, b.reply_register) == (a.message_dialect, a.reply_register)
     assert a.message_dialect == "egyptian"
     assert b.message_dialect_confidence == pytest.approx(a.message_dialect_confidence)
+
+
+async def test_model_prompt_in_a_gulf_thread_never_names_another_dialect(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    turns = ["هلا", "ابي اعرف وين وصل طلبي", "وين طلبي؟", "تمام", "رقم الطلب 55120"]
+    openai_server.push(*(ScriptedReply.text("أبشر.") for _ in turns))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        thread_id, registers = "", []
+        for i, text in enumerate(turns):
+            events = await collect(svc.client.send(
+                text, user_id="u1", thread_id=thread_id, country="KW",
+                client_time=MORNING + timedelta(minutes=i)))
+            thread_id = events[-1].thread_id
+            registers.append((done(events).dialect, done(events).reply_register))
+    prompts = [b["messages"][0]["content"] for b in openai_server.bodies]
+    assert len(prompts) == len(turns)
+    foreign_names = ("المصرية", "الشامية", "المغاربية", "العراقية",
+                     "Egyptian", "Levantine", "Maghrebi", "Iraqi")
+    for prompt in prompts:
+        assert not [n for n in foreign_names if n in prompt], prompt
+    assert registers[0] == ("gulf", "neutral")  # the country alone does not mirror
+    assert all(r == ("gulf", "dialect") for r in registers[1:]), registers
+    assert all("لهجة المستخدم: الخليجية" in p for p in prompts[1:])
