@@ -15,6 +15,7 @@ from nlp.dialect import (
     load_dialect_identifier,
     pool_dialects,
 )
+from nlp.dialect_thread import Evidence, ThreadDialect, message_evidence, shared_words
 from nlp.keys import search_keys, words
 from nlp.normalize import clean, fold
 from nlp.script import Script, detect_script
@@ -24,7 +25,9 @@ __all__ = [
     "REGIONS",
     "DialectIdentifier",
     "DialectResult",
+    "Evidence",
     "Script",
+    "ThreadDialect",
     "Token",
     "TokenKind",
     "arabizi_to_arabic",
@@ -33,10 +36,12 @@ __all__ = [
     "detect_script",
     "fold",
     "load_dialect_identifier",
+    "message_evidence",
     "pool_dialects",
     "require_camel_morphology",
     "search_keys",
     "segment",
+    "shared_words",
     "tokenize",
     "words",
 ]
