@@ -110,8 +110,9 @@ def choose_register(
 class ToneProfile:
     """A tenant's voice, from configuration.
 
-    ``register_policy`` "mirror" answers in the user's dialect region, "msa"
-    always in MSA. ``formality_floor`` is the least formal the service may get.
+    ``register_policy`` "mirror" answers in the thread's dialect once it is sure
+    of it (:data:`MIRROR_THRESHOLD`) and in the neutral voice before, "msa"
+    always in MSA; a request's own register wins. ``formality_floor`` is the least formal the service may get.
     ``national_days`` / ``hijri_offsets`` override the packaged calendar data per
     country (pass them to :class:`SeasonCalendar`).
     """
