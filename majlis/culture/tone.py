@@ -112,7 +112,8 @@ class ToneProfile:
 
     ``register_policy`` "mirror" answers in the thread's dialect once it is sure
     of it (:data:`MIRROR_THRESHOLD`) and in the neutral voice before, "msa"
-    always in MSA; a request's own register wins. ``formality_floor`` is the least formal the service may get.
+    always in MSA; a request's own register wins. ``formality_floor`` is the
+    least formal the service may get.
     ``national_days`` / ``hijri_offsets`` override the packaged calendar data per
     country (pass them to :class:`SeasonCalendar`).
     """
