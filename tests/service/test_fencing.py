@@ -1,0 +1,149 @@
+"""Fencing: a turn that lost its hold on the thread cannot commit, and every client hears the truth.
+
+The loss is produced for real: on PostgreSQL the turn's lock session is
+terminated (as a database restart would) and a second turn takes the thread;
+on both stores the fencing token is moved on under a running turn, as a
+successor's takeover does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from typing import Any
+
+import grpc
+import psycopg
+import pytest
+
+from tests.fakes import ScriptedOpenAIServer, ScriptedReply
+from tests.service.conftest import collect
+
+SLOW_REPLY = " ".join(["أبشر"] * 30)
+
+
+def _take_over(svc: Any, backend: str, thread_id: str) -> None:
+    """Do what a successor's lock acquisition does to the running turn's token."""
+    if backend == "postgres":
+        with psycopg.connect(svc.settings.database_dsn(), autocommit=True) as conn:
+            conn.execute("UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+                         " WHERE thread_id = %s", (thread_id,))
+    else:
+        with sqlite3.connect(svc.settings.data_dir / "threads.sqlite3") as conn:
+            conn.execute("DELETE FROM diwaniya_thread_leases WHERE thread_id = ?", (thread_id,))
+
+
+def _kill_lock_session(dsn: str) -> int:
+    """Terminate the backend holding our advisory locks, as a PostgreSQL restart would."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks"
+            " WHERE locktype = 'advisory' AND classid = %s AND granted AND database ="
+            " (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (0x4457,)).fetchall()
+    return len(rows)
+
+
+async def _forks(svc: Any, thread_id: str) -> list[str | None]:
+    """Parents that have more than one child checkpoint (a forked history)."""
+    seen: dict[str | None, int] = {}
+    async for c in svc.app.persistence.checkpointer.alist(
+            {"configurable": {"thread_id": thread_id}}):
+        parent = c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None
+        seen[parent] = seen.get(parent, 0) + 1
+    return [p for p, n in seen.items() if n > 1]
+
+
+async def test_turn_whose_lease_was_taken_over_is_aborted_and_not_saved(
+    run_service, openai_server: ScriptedOpenAIServer, backend: str
+) -> None:
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05),
+                       ScriptedReply.text("طلبك في الطريق"))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
+        thread_id = first[-1].thread_id
+        seen = []
+        taken = False
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for event in svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+                                               request_id="r-2"):
+                seen.append(event)
+                if event.HasField("text_delta") and not taken:
+                    taken = True
+                    await asyncio.to_thread(_take_over, svc, backend, thread_id)
+        assert err.value.code() == grpc.StatusCode.ABORTED
+        assert "nothing of it was saved" in err.value.details()
+        assert not any(e.HasField("turn_completed") for e in seen)
+        lost = await svc.client.get_thread(thread_id, user_id="u1")
+        # The same request_id now runs (it was never recorded as done), once.
+        retry = await collect(svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+                                              request_id="r-2"))
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+        listed = await svc.client.list_threads(user_id="u1")
+        forks = await _forks(svc, thread_id)
+    assert len(lost.messages) == 2
+    assert not retry[-1].turn_completed.replayed
+    assert [m.text for m in thread.messages if m.role == "user"] == ["السلام عليكم", "وين طلبي؟"]
+    assert listed.threads[0].turn_count == 2  # the registry agrees with the history
+    assert forks == []
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+async def test_lost_lock_session_then_second_turn_no_fork_truthful_statuses(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """The issue's failure: the first turn's lock dies, a second turn runs and commits."""
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05),
+                       ScriptedReply.text("حاضرين، تفضل"))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
+        thread_id = first[-1].thread_id
+        slow_events: list[Any] = []
+        second: list[Any] = []
+
+        async def slow() -> None:
+            async for event in svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+                                               request_id="slow"):
+                slow_events.append(event)
+                if event.HasField("text_delta") and not second:
+                    assert await asyncio.to_thread(_kill_lock_session, svc.settings.database_dsn())
+                    second.extend(await collect(svc.client.send(
+                        "ابي اكلم موظف", user_id="u1", thread_id=thread_id, request_id="fast")))
+
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await slow()
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+        listed = await svc.client.list_threads(user_id="u1")
+        forks = await _forks(svc, thread_id)
+    assert second[-1].HasField("turn_completed")
+    assert err.value.code() == grpc.StatusCode.ABORTED
+    assert not any(e.HasField("turn_completed") for e in slow_events)
+    assert [m.text for m in thread.messages if m.role == "user"] == ["السلام عليكم",
+                                                                   "ابي اكلم موظف"]
+    assert listed.threads[0].turn_count == 2
+    assert forks == []
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+async def test_lost_lock_session_without_successor_still_completes_truthfully(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """No one took the thread over, so the turn may commit: it says completed, and nothing
+    after that says "not saved" (the dead session's unlock failure is not an error)."""
+    openai_server.push(ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        events: list[Any] = []
+        killed = 0
+        async for event in svc.client.send("هلا", user_id="u1", request_id="k-1"):
+            events.append(event)
+            if event.HasField("text_delta") and not killed:
+                killed = await asyncio.to_thread(_kill_lock_session, svc.settings.database_dsn())
+        thread = await svc.client.get_thread(events[-1].thread_id, user_id="u1")
+        after = await collect(svc.client.send("شكرا", user_id="u1",
+                                              thread_id=events[-1].thread_id))
+    assert killed == 1
+    assert events[-1].HasField("turn_completed")
+    assert len(thread.messages) == 2
+    assert after[-1].HasField("turn_completed")
