@@ -147,3 +147,48 @@ async def test_lost_lock_session_without_successor_still_completes_truthfully(
     assert events[-1].HasField("turn_completed")
     assert len(thread.messages) == 2
     assert after[-1].HasField("turn_completed")
+
+
+async def test_concurrent_turns_on_many_threads_each_commit_only_their_own(
+    run_service, backend: str
+) -> None:
+    """The deferral is per turn (a ContextVar): concurrent turns never swap checkpoints."""
+    texts = ["هلا", "مساء الخير", "شلونك", "السلام عليكم", "ابي اسأل عن الفاتورة"]
+    async with run_service() as svc:
+        user = f"many-{backend}"
+        results = await asyncio.gather(*(
+            collect(svc.client.send(t, user_id=user, request_id=f"m-{i}"))
+            for i, t in enumerate(texts)))
+        threads = [await svc.client.get_thread(r[-1].thread_id, user_id=user) for r in results]
+    assert len({r[-1].thread_id for r in results}) == len(texts)
+    for text, result, thread in zip(texts, results, threads, strict=True):
+        assert [m.text for m in thread.messages if m.role == "user"] == [text]
+        assert result[-1].turn_completed.checkpoint_id
+
+
+async def test_cancelled_or_timed_out_turn_writes_no_checkpoint(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """Exit durability used to save a scratch checkpoint for a failed turn; now nothing."""
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.1),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.1))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="fail-u"))
+        thread_id = first[-1].thread_id
+        saver = svc.app.persistence.checkpointer
+        before = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await collect(svc.client.send("وين طلبي؟", user_id="fail-u", thread_id=thread_id,
+                                          timeout_s=1.0))
+        call = svc.client.send("ابي اكلم موظف", user_id="fail-u", thread_id=thread_id)
+        async for event in call:
+            if event.HasField("text_delta"):
+                call.cancel()
+                break
+        await asyncio.sleep(0.5)
+        after = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        listed = await svc.client.list_threads(user_id="fail-u")
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert len(after) == len(before) == 1
+    assert listed.threads[0].turn_count == 1
