@@ -192,3 +192,47 @@ async def test_cancelled_or_timed_out_turn_writes_no_checkpoint(
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert len(after) == len(before) == 1
     assert listed.threads[0].turn_count == 1
+
+
+@pytest.mark.parametrize("failure", ["after_commit", "before_commit", "database_gone"])
+async def test_commit_whose_outcome_was_lost_is_reported_truthfully(
+    run_service, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    """The connection dies around COMMIT: the engine asks the database what happened."""
+    async with run_service() as svc:
+        threads = svc.app.persistence.threads
+        commit = threads.commit_turn
+
+        async def flaky(*args: Any, **kwargs: Any) -> None:
+            if failure == "after_commit":
+                await commit(*args, **kwargs)
+            raise OSError("connection reset while committing")
+
+        async def gone(*args: Any, **kwargs: Any) -> bool:
+            raise OSError("database is not answering")
+
+        first = await collect(svc.client.send("هلا", user_id=f"lost-{failure}"))
+        thread_id = first[-1].thread_id
+        monkeypatch.setattr(threads, "commit_turn", flaky)
+        if failure == "database_gone":
+            monkeypatch.setattr(threads, "turn_saved", gone)
+            monkeypatch.setattr("majlis.engine.COMMIT_CHECK_PAUSE_S", 0.01)
+        events: list[Any] = []
+        code = None
+        try:
+            async for event in svc.client.send("وين طلبي؟", user_id=f"lost-{failure}",
+                                               thread_id=thread_id, request_id="lost-1"):
+                events.append(event)
+        except grpc.aio.AioRpcError as exc:
+            code, details = exc.code(), exc.details()
+        monkeypatch.undo()
+        thread = await svc.client.get_thread(thread_id, user_id=f"lost-{failure}")
+    saved = "وين طلبي؟" in [m.text for m in thread.messages]
+    if failure == "after_commit":
+        assert saved and code is None and events[-1].HasField("turn_completed")
+    elif failure == "before_commit":
+        assert not saved and code == grpc.StatusCode.UNAVAILABLE
+        assert "it was not saved" in details
+    else:
+        assert not saved and code == grpc.StatusCode.UNAVAILABLE
+        assert "whether it was saved is unknown" in details and "same request_id" in details
