@@ -5,8 +5,10 @@
 Builds one thread of ``--turns`` turns (offline responder, every turn with a
 request_id) through a real gRPC server, then replays the *oldest* and the
 newest request ids ``--replays`` times each and times the whole RPC. Before
-the request table, replay scanned up to 400 checkpoints (about 1 s on a long
-thread, issue 11) and the oldest ids beyond 200 did not replay at all.
+the request table, replay scanned up to 400 checkpoints and the oldest ids
+beyond 200 did not replay at all: the same script against that code, 150
+turns, gave replay p50 708 ms (PostgreSQL) and 302 ms (SQLite), and a mean
+turn of 70 / 26 ms against 34 / 20 ms now (a loaded machine: indicative).
 PostgreSQL: a database created for the run on ``DIWANIYA_BENCH_PG``
 (default the local 127.0.0.1:5432) and dropped afterwards.
 
