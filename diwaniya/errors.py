@@ -33,6 +33,16 @@ class ThreadBusy(DiwaniyaError):
     """Another turn is running on the same thread (→ ABORTED)."""
 
 
+class LeaseLost(ThreadBusy):
+    """The turn lost its hold on the thread before it could commit, so nothing of it
+    was saved (→ ABORTED): another turn took the thread over, e.g. after the
+    database dropped the turn's lock session."""
+
+
+class RequestIdReused(DiwaniyaError):
+    """A ``request_id`` already names a different message (→ ALREADY_EXISTS)."""
+
+
 class Unauthenticated(DiwaniyaError):
     """Missing or wrong credentials (→ UNAUTHENTICATED)."""
 

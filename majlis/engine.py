@@ -3,9 +3,10 @@
 This is the domain's front door. The gRPC servicer (and the CLI, and tests)
 call it with domain requests and receive :class:`~majlis.events.Envelope`s;
 it never sees gRPC. Correctness never depends on process-local state: thread
-ownership is in the thread registry, turn exclusion is a database lock, and
-idempotency records live in the checkpoint, so any replica can continue any
-thread.
+ownership is in the thread registry, turn exclusion is a database lock whose
+fencing token every commit checks, and idempotency records are a table keyed
+by (tenant, user, request_id) written in the same commit as the turn, so any
+replica can continue any thread (docs/fencing.md).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import hashlib
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -27,7 +29,14 @@ from langgraph.graph.state import CompiledStateGraph
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from diwaniya.errors import DeadlineExceeded, InvalidRequest, NotFound
+from diwaniya.errors import (
+    DeadlineExceeded,
+    DiwaniyaError,
+    InvalidRequest,
+    NotFound,
+    RequestIdReused,
+    Unavailable,
+)
 from majlis import culture
 from majlis.approvals import ApprovalRequest, settle
 from majlis.events import (
@@ -39,6 +48,7 @@ from majlis.events import (
     event_from_dict,
     event_to_dict,
 )
+from majlis.fence import PendingCheckpoint, deferring
 from majlis.models import PhraseBook
 from majlis.models.offline import stream_words
 from majlis.nodes.respond import RegistryFactory
@@ -52,15 +62,17 @@ from majlis.requests import (
     validate,
 )
 from majlis.tenants import Tenants
-from majlis.threads import ThreadRow
+from majlis.threads import Lease, RequestKey, RequestRecord, ThreadRow, TurnCommit
 from majlis.tools import ToolContext
 from memory import MemoryStore
 
 _tracer = trace.get_tracer("diwaniya.majlis")
 
 TITLE_CHARS = 60
-# How far back a replay looks for the checkpoint that completed a turn.
-REPLAY_SCAN = 400
+# After a commit whose outcome was lost, how often (and how patiently) to ask
+# the database whether the turn was saved before answering UNAVAILABLE.
+COMMIT_CHECKS = 3
+COMMIT_CHECK_PAUSE_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +82,8 @@ class EngineConfig:
     enqueue_wait_s: float = 30.0
     turn_timeout_s: float = 120.0
     default_timezone: str = "Asia/Kuwait"
+    # How long a request_id replays its turn (and binds its content).
+    replay_window_s: float = 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,15 +147,12 @@ class ConversationEngine:
         timeout = min(timeout_s or self._config.turn_timeout_s, self._config.turn_timeout_s)
         deadline = time.monotonic() + timeout
 
-        thread_id = req.thread_id
-        if thread_id:
-            await self._owned(req.tenant, req.user_id, thread_id)
-        else:
-            thread_id = uuid.uuid4().hex
-            await self._db.threads.create(ThreadRow(
-                thread_id=thread_id, tenant=req.tenant, user_id=req.user_id, title="",
-                created_at=at, updated_at=at, turn_count=0,
-            ))
+        thread_id, replay = await self._claim(req, at)
+        if replay is not None:
+            # A finished request is immutable: replaying needs no lock.
+            for envelope in _replayed(replay):
+                yield envelope
+            return
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         wait = min(self._config.enqueue_wait_s, max(0.0, deadline - time.monotonic()))
         # Not made "current": the span lives across yields to the caller.
@@ -168,16 +179,52 @@ class ConversationEngine:
         finally:
             span.end()
 
+    async def _claim(self, req: TurnRequest, at: datetime) -> tuple[str, RequestRecord | None]:
+        """The thread this request runs on, and its record if it already finished.
+
+        With a ``request_id`` the thread of a new conversation is created in
+        the same transaction that records the request, so a retry of a first
+        message (empty thread_id) finds the same thread instead of making one.
+        """
+        new_row: ThreadRow | None = None
+        thread_id = req.thread_id
+        if thread_id:
+            await self._owned(req.tenant, req.user_id, thread_id)
+        else:
+            thread_id = uuid.uuid4().hex
+            new_row = ThreadRow(thread_id=thread_id, tenant=req.tenant, user_id=req.user_id,
+                                title="", created_at=at, updated_at=at, turn_count=0)
+        if not req.request_id:
+            if new_row is not None:
+                await self._db.threads.create(new_row)
+            return thread_id, None
+        key = RequestKey(req.tenant, req.user_id, req.request_id)
+        record = await self._db.threads.claim_request(
+            key, thread_id=thread_id, content_hash=content_hash(req.text),
+            new_thread=new_row, window_s=self._config.replay_window_s)
+        same_thread = record.thread_id == req.thread_id or (record.new_thread
+                                                          and not req.thread_id)
+        if record.content_hash != content_hash(req.text) or not same_thread:
+            where = "a new thread" if record.new_thread else f"thread {record.thread_id}"
+            raise RequestIdReused(
+                f"request_id {req.request_id!r} was already used for a different message on "
+                f"{where}; a retry must repeat the same text and thread_id — use a new "
+                "request_id for a new message")
+        return record.thread_id, record if record.done else None
+
     async def _locked_turn(
         self, req: TurnRequest, thread_id: str, at: datetime, tz: str, deadline: float,
         budget_s: float, config: RunnableConfig, wait: float,
     ) -> AsyncGenerator[Envelope, None]:
-        async with self._db.threads.lock(thread_id, policy=self._config.policy, wait_s=wait):
-            if req.request_id:
-                snapshot = await self._graph.aget_state(config)
-                done = (snapshot.values.get("completed") or {}).get(req.request_id)
-                if done is not None:
-                    async for envelope in self._replay(thread_id, req.request_id, done, config):
+        key = RequestKey(req.tenant, req.user_id, req.request_id) if req.request_id else None
+        async with self._db.threads.lock(thread_id, policy=self._config.policy,
+                                         wait_s=wait) as lease:
+            if key is not None:
+                # Another replica may have finished this request while we waited.
+                done = await self._db.threads.get_request(
+                    key, window_s=self._config.replay_window_s)
+                if done is not None and done.done:
+                    for envelope in _replayed(done):
                         yield envelope
                     return
             turn_id = uuid.uuid4().hex
@@ -198,56 +245,74 @@ class ConversationEngine:
                 "events": [{"kind": "turn_started", "user_text": req.text,
                             "request_id": req.request_id}],
             }}
+            pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
             try:
                 async with asyncio.timeout_at(_loop_deadline(deadline)):
-                    async for chunk in self._graph.astream(
-                        turn_input, config, stream_mode="custom", durability="exit"
-                    ):
-                        # Nodes write only majlis.events dataclasses to the custom stream.
-                        yield numbered(cast(Event, chunk))
+                    with deferring(pending):
+                        async for chunk in self._graph.astream(
+                            turn_input, config, stream_mode="custom", durability="exit"
+                        ):
+                            # Nodes write only majlis.events dataclasses to the custom stream.
+                            yield numbered(cast(Event, chunk))
             except TimeoutError:
                 raise DeadlineExceeded(
                     f"the turn did not finish within its {budget_s:.0f}s deadline; nothing was "
                     "added to the thread — send the message again (same request_id is safe)"
                 ) from None
-            final = await self._graph.aget_state(config)
-            values = final.values
-            turn = values["turn"]
-            await self._db.threads.record_turn(thread_id, at=at, title=req.text[:TITLE_CHARS])
+            turn = pending.values["turn"]
+            result = {"reply": turn["reply"], "phase": turn["phase"], "dialect": turn["dialect"],
+                      "dialect_confidence": turn.get("dialect_confidence", 0.0),
+                      "script": turn.get("script", ""),
+                      "message_dialect": turn.get("message_dialect", ""),
+                      "message_dialect_confidence": turn.get("message_dialect_confidence", 0.0),
+                      "reply_register": turn.get("reply_register", "")}
+            await self._commit(lease, pending, TurnCommit(
+                at=at, title=req.text[:TITLE_CHARS], checkpoint_id=pending.checkpoint_id,
+                request=key, turn_id=turn_id, events=list(turn.get("events", [])), result=result))
             yield numbered(TurnCompleted(
-                text=turn["reply"], phase=turn["phase"], dialect=turn["dialect"],
-                dialect_confidence=turn.get("dialect_confidence", 0.0),
-                script=turn.get("script", ""),
-                checkpoint_id=final.config["configurable"]["checkpoint_id"],
-                message_dialect=turn.get("message_dialect", ""),
-                message_dialect_confidence=turn.get("message_dialect_confidence", 0.0),
-                reply_register=turn.get("reply_register", ""),
+                text=result["reply"], phase=result["phase"], dialect=result["dialect"],
+                dialect_confidence=result["dialect_confidence"], script=result["script"],
+                checkpoint_id=pending.checkpoint_id,
+                message_dialect=result["message_dialect"],
+                message_dialect_confidence=result["message_dialect_confidence"],
+                reply_register=result["reply_register"],
             ))
 
-    async def _replay(
-        self, thread_id: str, request_id: str, done: dict[str, Any], config: RunnableConfig
-    ) -> AsyncIterator[Envelope]:
-        turn_id = done["turn_id"]
-        seq = 0
-        for data in done["events"]:
-            seq += 1
-            yield Envelope(thread_id, turn_id, seq, event_from_dict(data))
-        checkpoint_id = ""
-        # History is newest first: the completing checkpoint is the oldest one
-        # that already holds this request id.
-        async for snap in self._graph.aget_state_history(config, limit=REPLAY_SCAN):
-            if request_id in (snap.values.get("completed") or {}):
-                checkpoint_id = snap.config["configurable"]["checkpoint_id"]
-            else:
-                break
-        yield Envelope(thread_id, turn_id, seq + 1, TurnCompleted(
-            text=done["reply"], phase=done["phase"], dialect=done["dialect"],
-            dialect_confidence=done.get("dialect_confidence", 0.0), script=done.get("script", ""),
-            checkpoint_id=checkpoint_id, replayed=True,
-            message_dialect=done.get("message_dialect", ""),
-            message_dialect_confidence=done.get("message_dialect_confidence", 0.0),
-            reply_register=done.get("reply_register", ""),
-        ))
+    async def _commit(self, lease: Lease, pending: PendingCheckpoint, commit: TurnCommit) -> None:
+        """The fenced commit, and the truth about it when the database fails mid-way.
+
+        A failure whose outcome the client cannot know (the connection died
+        around COMMIT) is resolved by asking the database whether this turn's
+        checkpoint became the thread's head: then the turn *was* saved and is
+        reported completed; if not, it was not; if the database cannot say,
+        UNAVAILABLE says exactly that.
+        """
+        if not pending.checkpoint_id:
+            raise RuntimeError("the graph ended without a checkpoint to commit")
+        try:
+            await self._db.threads.commit_turn(lease, pending, commit)
+            return
+        except DiwaniyaError:
+            raise
+        except Exception as exc:
+            failure = exc
+        for attempt in range(COMMIT_CHECKS):
+            try:
+                saved = await self._db.threads.turn_saved(lease.thread_id, pending.checkpoint_id)
+            except Exception:
+                await asyncio.sleep(COMMIT_CHECK_PAUSE_S * (attempt + 1))
+                continue
+            if saved:
+                return
+            raise Unavailable(
+                f"the database failed while saving this turn ({type(failure).__name__}); it "
+                "was not saved — send the message again (the same request_id is safe)"
+            ) from failure
+        raise Unavailable(
+            f"the database failed while saving this turn ({type(failure).__name__}) and is not "
+            "answering, so whether it was saved is unknown — send it again with the same "
+            "request_id: it replays if it was saved and runs once if not"
+        ) from failure
 
     # -------------------------------------------------------------- approvals
     async def run_approval(self, request: ApprovalRequest) -> AsyncGenerator[Envelope, None]:
@@ -264,15 +329,33 @@ class ConversationEngine:
                                  field="call_id")
         await self._owned(request.tenant, request.user_id, request.thread_id)
         thread_id = request.thread_id
-        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        async with self._db.threads.lock(thread_id, policy=self._config.policy,
-                                         wait_s=self._config.enqueue_wait_s):
-            values = (await self._graph.aget_state(config)).values or {}
-            done = (values.get("completed") or {}).get(request.request_id)
-            if request.request_id and done is not None:
-                async for envelope in self._replay(thread_id, request.request_id, done, config):
+        key = (RequestKey(request.tenant, request.user_id, request.request_id)
+               if request.request_id else None)
+        window = self._config.replay_window_s
+        if key is not None:
+            what = f"approval\0{request.call_id}\0{int(request.approved)}"
+            record = await self._db.threads.claim_request(
+                key, thread_id=thread_id, content_hash=content_hash(what), new_thread=None,
+                window_s=window)
+            if record.content_hash != content_hash(what) or record.thread_id != thread_id:
+                raise RequestIdReused(
+                    f"request_id {request.request_id!r} was already used for a different "
+                    "message or approval; a retry must repeat the same approval — use a new "
+                    "request_id for a new one")
+            if record.done:
+                for envelope in _replayed(record):
                     yield envelope
                 return
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        async with self._db.threads.lock(thread_id, policy=self._config.policy,
+                                         wait_s=self._config.enqueue_wait_s) as lease:
+            if key is not None:
+                done = await self._db.threads.get_request(key, window_s=window)
+                if done is not None and done.done:
+                    for envelope in _replayed(done):
+                        yield envelope
+                    return
+            values = (await self._graph.aget_state(config)).values or {}
             held = (values.get("pending_approvals") or {}).get(request.call_id)
             if held is None or self._tools is None:
                 raise NotFound(f"no tool call {request.call_id} is waiting for approval on "
@@ -300,17 +383,18 @@ class ConversationEngine:
                               "phase": phase, "dialect": region, "at": at.isoformat()}],
                 "pending_approvals": {request.call_id: None},
             }
-            if request.request_id:
-                update["completed"] = {request.request_id: {
-                    "turn_id": turn_id, "events": [event_to_dict(e) for e in events],
-                    "reply": reply, "phase": phase, "dialect": region,
-                    "dialect_confidence": values.get("dialect_confidence", 0.0), "script": ""}}
-            after = await self._graph.aupdate_state(config, update, as_node="remember")
-            await self._db.threads.record_turn(thread_id, at=at, title="")
+            pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
+            with deferring(pending):
+                await self._graph.aupdate_state(config, update, as_node="remember")
+            confidence = values.get("dialect_confidence", 0.0)
+            result = {"reply": reply, "phase": phase, "dialect": region,
+                      "dialect_confidence": confidence, "script": ""}
+            await self._commit(lease, pending, TurnCommit(
+                at=at, title="", checkpoint_id=pending.checkpoint_id, request=key,
+                turn_id=turn_id, events=[event_to_dict(e) for e in events], result=result))
             yield Envelope(thread_id, turn_id, len(events) + 1, TurnCompleted(
-                text=reply, phase=phase, dialect=region,
-                dialect_confidence=values.get("dialect_confidence", 0.0),
-                checkpoint_id=after["configurable"]["checkpoint_id"]))
+                text=reply, phase=phase, dialect=region, dialect_confidence=confidence,
+                checkpoint_id=pending.checkpoint_id))
 
     # ---------------------------------------------------------------- threads
     async def _owned(self, tenant: str, user_id: str, thread_id: str) -> ThreadRow:
@@ -362,6 +446,32 @@ class ConversationEngine:
             erased = await self._store.erase_thread(tenant, thread_id)
             await self._db.threads.delete(tenant, thread_id)
         return erased
+
+
+def content_hash(text: str) -> str:
+    """What a retry must repeat: the SHA-256 of the cleaned message text.
+
+    >>> content_hash("وين طلبي؟") == content_hash("وين طلبي؟")
+    True
+    """
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _replayed(record: RequestRecord) -> Iterator[Envelope]:
+    """The finished request's events again, ending in ``turn_completed.replayed``."""
+    seq = 0
+    for data in record.events:
+        seq += 1
+        yield Envelope(record.thread_id, record.turn_id, seq, event_from_dict(data))
+    r = record.result
+    yield Envelope(record.thread_id, record.turn_id, seq + 1, TurnCompleted(
+        text=r["reply"], phase=r["phase"], dialect=r["dialect"],
+        dialect_confidence=r.get("dialect_confidence", 0.0), script=r.get("script", ""),
+        checkpoint_id=record.checkpoint_id, replayed=True,
+        message_dialect=r.get("message_dialect", ""),
+        message_dialect_confidence=r.get("message_dialect_confidence", 0.0),
+        reply_register=r.get("reply_register", ""),
+    ))
 
 
 def _loop_deadline(monotonic_deadline: float) -> float:

@@ -4,6 +4,8 @@
 (autocommit, dict_row, a connection check on checkout, ``prepare_threshold``
 configurable because transaction-mode PgBouncer cannot keep prepared
 statements). Unset → :class:`AsyncSqliteSaver` on ``<data_dir>/threads.sqlite3``.
+Either is wrapped in :class:`~majlis.fence.DeferredSaver`, so that a turn's
+checkpoint is written only by its fenced commit (docs/fencing.md).
 
 Migrations are safe when several replicas start at once: PostgreSQL DDL runs
 under an advisory lock, because LangGraph's own ``setup()`` races on its
@@ -28,6 +30,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import Unavailable
+from majlis.fence import DeferredSaver
 from majlis.threads import ThreadStore
 from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
 from majlis.threads_sqlite import SqliteThreadStore, enable_wal
@@ -119,7 +122,7 @@ async def open_postgres(
         await lock_pool.close()
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
-    saver = AsyncPostgresSaver(pool)
+    saver = DeferredSaver(AsyncPostgresSaver(pool))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close])
 
 
@@ -129,9 +132,10 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
     saver_conn = await aiosqlite.connect(path)
     await enable_wal(saver_conn)
     registry_conn = await aiosqlite.connect(path)
-    saver = AsyncSqliteSaver(saver_conn)
+    inner = AsyncSqliteSaver(saver_conn)
     threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters)
     if migrate:
-        await saver.setup()
+        await inner.setup()
         await threads.migrate()
-    return Persistence(saver, threads, "sqlite", [saver_conn.close, registry_conn.close])
+    return Persistence(DeferredSaver(inner), threads, "sqlite",
+                       [saver_conn.close, registry_conn.close])

@@ -8,9 +8,10 @@ Invariants:
   which the next turn's input replaces — never half a turn in the thread.
 * ``turn`` is scratch space for the running turn; the input of each turn
   replaces it wholesale (``{"reset": True, ...}``) and nodes merge into it.
-* ``completed`` maps request ids to the events of their finished turns, so a
-  repeated ``request_id`` is replayed from the checkpoint, on any replica,
-  without running the turn again. It is bounded (oldest dropped first).
+* Replay records of request ids are not here: they live in the request table,
+  written in the same fenced commit as the checkpoint (docs/fencing.md).
+  Checkpoints from before that still carry a ``completed`` channel, which is
+  simply no longer read.
 """
 
 from __future__ import annotations
@@ -18,22 +19,12 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-COMPLETED_KEPT = 200
-
 
 def merge_turn(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     """Reducer for ``turn``: ``reset`` starts a new turn, anything else merges."""
     if new.get("reset"):
         return {k: v for k, v in new.items() if k != "reset"}
     return {**(old or {}), **new}
-
-
-def keep_recent(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """Reducer for ``completed``: insertion-ordered, at most ``COMPLETED_KEPT`` entries."""
-    merged = {**(old or {}), **new}
-    if len(merged) > COMPLETED_KEPT:
-        merged = dict(list(merged.items())[-COMPLETED_KEPT:])
-    return merged
 
 
 def merge_pending(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +47,6 @@ class ThreadState(TypedDict, total=False):
     gender: str | None
     last_user_at: str
     usage: dict[str, float]
-    completed: Annotated[dict[str, dict[str, Any]], keep_recent]
     # Tool calls held for the caller's approval: call_id → {name, arguments_json, ...}.
     pending_approvals: Annotated[dict[str, Any], merge_pending]
     turn: Annotated[dict[str, Any], merge_turn]

@@ -13,6 +13,13 @@ Two implementations share the :class:`ThreadStore` protocol:
 * SQLite (embedded): a lease row with an expiry that the holder renews while
   the turn runs, so two processes on one file exclude each other too, and a
   crashed holder's lease lapses after ``lease_ttl``.
+
+A lock alone cannot stop a turn that *lost* it without noticing (PostgreSQL
+restarted and dropped the session) from writing afterwards. So ``lock`` yields
+a :class:`Lease` carrying a fencing token, and a turn's writes go through
+:meth:`ThreadStore.commit_turn`, one transaction that checks the token first
+(docs/fencing.md). The same transaction records the ``request_id`` so that
+retries are a lookup (:meth:`ThreadStore.claim_request`).
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from diwaniya.errors import ResourceExhausted, ThreadBusy
 
@@ -41,6 +48,65 @@ class ThreadRow:
     turn_count: int
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Proof of holding a thread's turn lock: PostgreSQL's ``lease_epoch`` after the
+    holder bumped it, or the SQLite lease row's owner id. ``None``: no thread row."""
+
+    thread_id: str
+    token: int | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKey:
+    """A ``request_id`` is idempotent per (tenant, user), across all their threads."""
+
+    tenant: str
+    user_id: str
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """What a ``request_id`` was used for, and (once ``done``) how its turn ended.
+
+    ``new_thread``: the request had no thread_id and created ``thread_id``.
+    ``events``: the turn's events as ``majlis.events.event_to_dict`` dicts;
+    ``result``: reply, phase, dialect, dialect_confidence, script.
+    """
+
+    key: RequestKey
+    thread_id: str
+    content_hash: str
+    new_thread: bool
+    done: bool = False
+    turn_id: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
+    checkpoint_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCommit:
+    """Everything a finished turn writes besides its checkpoint, committed with it."""
+
+    at: datetime
+    title: str
+    checkpoint_id: str
+    request: RequestKey | None = None
+    turn_id: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+class CheckpointWrites(Protocol):
+    """A turn's deferred saver calls (:class:`majlis.fence.PendingCheckpoint`)."""
+
+    @property
+    def serde(self) -> Any: ...
+    async def apply(self, saver: Any) -> None: ...
+
+
 class ThreadStore(Protocol):
     """Ownership, listing and locking of threads. See module docstring."""
 
@@ -54,7 +120,25 @@ class ThreadStore(Protocol):
     async def delete(self, tenant: str, thread_id: str) -> bool: ...
     def lock(
         self, thread_id: str, *, policy: Policy, wait_s: float
-    ) -> AbstractAsyncContextManager[None]: ...
+    ) -> AbstractAsyncContextManager[Lease]: ...
+    async def commit_turn(
+        self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit
+    ) -> None:
+        """Atomically: check ``lease`` still holds the thread (else LeaseLost, nothing
+        written), write the checkpoint, count the turn, finish the request record."""
+        ...
+    async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Whether ``checkpoint_id`` is the thread's committed head (waits out a commit
+        still in flight), to tell the truth after a commit whose outcome was lost."""
+        ...
+    async def claim_request(
+        self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
+        window_s: float,
+    ) -> RequestRecord:
+        """The live record for ``key``; if none, record a pending one for ``thread_id``
+        (creating ``new_thread`` in the same transaction). Prunes expired records."""
+        ...
+    async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None: ...
     async def ping(self) -> None: ...
 
 

@@ -1,16 +1,45 @@
-"""PostgreSQL :class:`~majlis.threads.ThreadStore`: a table plus advisory locks."""
+"""PostgreSQL :class:`~majlis.threads.ThreadStore`: a table plus advisory locks.
+
+Fencing: taking a thread's lock bumps ``lease_epoch`` on its row; a turn's
+commit locks the row (``FOR UPDATE``) and writes only if the epoch is still
+the one its lock produced. A turn whose lock session died cannot commit once
+a successor has taken the lock, and the successor's bump waits for a commit
+already in flight, so it always starts from the committed head.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any, cast
 
-from psycopg.rows import dict_row
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from majlis.threads import Policy, ThreadRow, WaiterCounter, acquire_polling
+from diwaniya.errors import LeaseLost, NotFound
+from majlis.threads import (
+    CheckpointWrites,
+    Lease,
+    Policy,
+    RequestKey,
+    RequestRecord,
+    ThreadRow,
+    TurnCommit,
+    WaiterCounter,
+    acquire_polling,
+)
+
+log = logging.getLogger("diwaniya.threads")
+
+# Expired request records are deleted at most this often per process.
+PRUNE_EVERY_S = 60.0
 
 # Advisory-lock key space: the first argument of the two-int form names our
 # application ("DW" in ASCII) so that other software's advisory locks on the
@@ -31,7 +60,42 @@ CREATE TABLE IF NOT EXISTS diwaniya_threads (
 );
 CREATE INDEX IF NOT EXISTS diwaniya_threads_by_user
     ON diwaniya_threads (tenant, user_id, updated_at DESC, thread_id DESC);
+-- Fencing token (bumped by every lock holder) and the last committed checkpoint.
+ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS lease_epoch bigint NOT NULL DEFAULT 0;
+ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS head_checkpoint_id text NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS diwaniya_requests (
+    tenant        text NOT NULL,
+    user_id       text NOT NULL,
+    request_id    text NOT NULL,
+    thread_id     text NOT NULL,
+    content_hash  text NOT NULL,
+    new_thread    boolean NOT NULL,
+    done          boolean NOT NULL DEFAULT false,
+    turn_id       text NOT NULL DEFAULT '',
+    events        jsonb NOT NULL DEFAULT '[]',
+    result        jsonb NOT NULL DEFAULT '{}',
+    checkpoint_id text NOT NULL DEFAULT '',
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant, user_id, request_id)
+);
+CREATE INDEX IF NOT EXISTS diwaniya_requests_by_age ON diwaniya_requests (created_at);
+CREATE INDEX IF NOT EXISTS diwaniya_requests_by_thread ON diwaniya_requests (thread_id);
 """
+
+_REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
+             " events, result, checkpoint_id")
+_REQ_KEY = "tenant = %s AND user_id = %s AND request_id = %s"
+_LIVE = "created_at >= now() - make_interval(secs => %s)"
+
+
+def _record(row: dict[str, Any]) -> RequestRecord:
+    return RequestRecord(
+        key=RequestKey(row["tenant"], row["user_id"], row["request_id"]),
+        thread_id=row["thread_id"], content_hash=row["content_hash"],
+        new_thread=row["new_thread"], done=row["done"], turn_id=row["turn_id"],
+        events=list(row["events"]), result=dict(row["result"]),
+        checkpoint_id=row["checkpoint_id"],
+    )
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
@@ -46,6 +110,7 @@ class PostgresThreadStore:
         self._pool = pool
         self._lock_pool = lock_pool
         self._waiters = WaiterCounter(max_waiters)
+        self._pruned_at = float("-inf")
 
     async def migrate(self) -> None:
         async with self._pool.connection() as conn, conn.transaction():
@@ -97,15 +162,120 @@ class PostgresThreadStore:
         return [ThreadRow(**r) for r in rows]
 
     async def delete(self, tenant: str, thread_id: str) -> bool:
-        async with self._pool.connection() as conn:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "DELETE FROM diwaniya_requests WHERE tenant = %s AND thread_id = %s",
+                (tenant, thread_id),
+            )
             cur = await conn.execute(
                 "DELETE FROM diwaniya_threads WHERE tenant = %s AND thread_id = %s",
                 (tenant, thread_id),
             )
             return cur.rowcount > 0
 
+    # ------------------------------------------------------------ fencing
+    async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(
+                "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s FOR UPDATE",
+                (lease.thread_id,),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"thread {lease.thread_id} was deleted while this turn ran; "
+                               "nothing was saved")
+            if lease.token is None or row["lease_epoch"] != lease.token:
+                raise LeaseLost(
+                    f"this turn lost its hold on thread {lease.thread_id} (the database dropped "
+                    "its lock and another turn took the thread over); nothing of it was saved — "
+                    "send the message again (the same request_id is safe)")
+            await writes.apply(AsyncPostgresSaver(cast(AsyncConnection[DictRow], conn),
+                                                  serde=writes.serde))
+            await conn.execute(
+                "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
+                " turn_count = turn_count + 1, head_checkpoint_id = %s,"
+                " title = CASE WHEN title = '' THEN %s ELSE title END WHERE thread_id = %s",
+                (commit.at, commit.checkpoint_id, commit.title, lease.thread_id),
+            )
+            if commit.request is not None:
+                key = commit.request
+                await conn.execute(
+                    "UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
+                    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY}",
+                    (commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
+                     commit.checkpoint_id, key.tenant, key.user_id, key.request_id),
+                )
+
+    async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
+        async with self._pool.connection() as conn, conn.transaction():
+            # FOR UPDATE waits for a commit of this thread still in flight.
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(
+                "SELECT head_checkpoint_id FROM diwaniya_threads WHERE thread_id = %s FOR UPDATE",
+                (thread_id,),
+            )
+            row = await cur.fetchone()
+        return bool(row and checkpoint_id and row["head_checkpoint_id"] == checkpoint_id)
+
+    # ----------------------------------------------------------- requests
+    async def claim_request(
+        self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
+        window_s: float,
+    ) -> RequestRecord:
+        async with self._pool.connection() as conn, conn.transaction():
+            await self._prune(conn, window_s)
+            # An expired record no longer binds the request_id.
+            await conn.execute(
+                f"DELETE FROM diwaniya_requests WHERE {_REQ_KEY} AND NOT ({_LIVE})",
+                (key.tenant, key.user_id, key.request_id, window_s),
+            )
+            cur = await conn.execute(
+                "INSERT INTO diwaniya_requests (tenant, user_id, request_id, thread_id,"
+                " content_hash, new_thread) VALUES (%s,%s,%s,%s,%s,%s)"
+                " ON CONFLICT DO NOTHING RETURNING 1",
+                (key.tenant, key.user_id, key.request_id, thread_id, content_hash,
+                 new_thread is not None),
+            )
+            if await cur.fetchone() is not None and new_thread is not None:
+                row = new_thread
+                await conn.execute(
+                    f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s)",
+                    (row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
+                     row.updated_at, row.turn_count),
+                )
+            found = await self._select_request(conn, key)
+        assert found is not None  # inserted above, or already there
+        return found
+
+    async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
+        async with self._pool.connection() as conn:
+            found = await self._select_request(conn, key, window_s)
+        return found
+
+    @staticmethod
+    async def _select_request(conn: AsyncConnection[Any], key: RequestKey,
+                              window_s: float | None = None) -> RequestRecord | None:
+        query = f"SELECT {_REQ_COLS} FROM diwaniya_requests WHERE {_REQ_KEY}"
+        params: list[object] = [key.tenant, key.user_id, key.request_id]
+        if window_s is not None:
+            query += f" AND {_LIVE}"
+            params.append(window_s)
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(query, params)
+        row = await cur.fetchone()
+        return _record(row) if row else None
+
+    async def _prune(self, conn: AsyncConnection[Any], window_s: float) -> None:
+        now = time.monotonic()
+        if now - self._pruned_at < PRUNE_EVERY_S:
+            return
+        self._pruned_at = now
+        await conn.execute(
+            f"DELETE FROM diwaniya_requests WHERE NOT ({_LIVE})", (window_s,))
+
     @asynccontextmanager
-    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[None]:
+    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[Lease]:
         async with self._waiters.waiting(thread_id), self._lock_pool.connection() as conn:
 
             async def try_lock() -> bool:
@@ -117,15 +287,28 @@ class PostgresThreadStore:
 
             await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s)
             try:
-                yield
+                # The fencing token: any earlier holder that lost its session
+                # without noticing can no longer commit (see commit_turn).
+                cur = await conn.execute(
+                    "UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+                    " WHERE thread_id = %s RETURNING lease_epoch", (thread_id,))
+                bumped = await cur.fetchone()
+                yield Lease(thread_id, bumped[0] if bumped else None)
             finally:
                 # The lock is session-level: release it before the connection
                 # returns to the pool, even when the turn was cancelled. If the
                 # unlock itself fails, close the connection — PostgreSQL then
                 # drops the lock — rather than pool a connection that holds it.
+                # A session that is already gone (database restarted) holds no
+                # lock: the turn's outcome was decided by its fenced commit, so
+                # a failed unlock must not turn it into an error.
                 try:
                     await asyncio.shield(conn.execute(
                         "SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)))
+                except Exception as exc:
+                    log.warning("unlock of thread %s failed (%s); closing its session",
+                                thread_id, exc)
+                    await conn.close()
                 except BaseException:
                     await conn.close()
                     raise

@@ -3,22 +3,44 @@
 Locks are lease rows (thread_id, owner, expires_at) renewed by a heartbeat
 while the turn runs; this excludes turns across processes sharing the file,
 and a crashed holder's lease simply lapses.
+
+Fencing: the lease row's ``owner`` is the fencing token. A turn commits in one
+``BEGIN IMMEDIATE`` transaction on this store's connection that first checks
+its lease row is still there: taking a lapsed lease over deletes that row, and
+SQLite serialises writers, so a turn that lost its lease can never commit after
+its successor took the thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any, cast
 
 import aiosqlite
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from majlis.threads import Policy, ThreadRow, WaiterCounter, acquire_polling
+from diwaniya.errors import LeaseLost, NotFound
+from majlis.threads import (
+    CheckpointWrites,
+    Lease,
+    Policy,
+    RequestKey,
+    RequestRecord,
+    ThreadRow,
+    TurnCommit,
+    WaiterCounter,
+    acquire_polling,
+)
+
+PRUNE_EVERY_S = 60.0
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS diwaniya_threads (
@@ -37,7 +59,51 @@ CREATE TABLE IF NOT EXISTS diwaniya_thread_leases (
     owner       TEXT NOT NULL,
     expires_at  REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS diwaniya_requests (
+    tenant        TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    request_id    TEXT NOT NULL,
+    thread_id     TEXT NOT NULL,
+    content_hash  TEXT NOT NULL,
+    new_thread    INTEGER NOT NULL,
+    done          INTEGER NOT NULL DEFAULT 0,
+    turn_id       TEXT NOT NULL DEFAULT '',
+    events        TEXT NOT NULL DEFAULT '[]',
+    result        TEXT NOT NULL DEFAULT '{}',
+    checkpoint_id TEXT NOT NULL DEFAULT '',
+    created_at    REAL NOT NULL,
+    PRIMARY KEY (tenant, user_id, request_id)
+);
+CREATE INDEX IF NOT EXISTS diwaniya_requests_by_age ON diwaniya_requests (created_at);
+CREATE INDEX IF NOT EXISTS diwaniya_requests_by_thread ON diwaniya_requests (thread_id);
 """
+# Columns added after the first release: ALTER TABLE has no IF NOT EXISTS in SQLite.
+_ADDED = (("diwaniya_threads", "head_checkpoint_id", "TEXT NOT NULL DEFAULT ''"),)
+_REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
+             " events, result, checkpoint_id")
+_REQ_KEY = "tenant = ? AND user_id = ? AND request_id = ?"
+
+
+def _record(v: aiosqlite.Row) -> RequestRecord:
+    return RequestRecord(
+        key=RequestKey(v[0], v[1], v[2]), thread_id=v[3], content_hash=v[4],
+        new_thread=bool(v[5]), done=bool(v[6]), turn_id=v[7], events=json.loads(v[8]),
+        result=json.loads(v[9]), checkpoint_id=v[10],
+    )
+
+
+class _NoCommit:
+    """The store's connection as LangGraph's SQLite saver sees it during a fenced
+    commit: its own ``commit()`` calls become no-ops, so its writes join our transaction."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    async def commit(self) -> None:
+        return None
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
@@ -78,10 +144,21 @@ class SqliteThreadStore:
         self._ttl = lease_ttl_s
         self._waiters = WaiterCounter(max_waiters)
         self._write = asyncio.Lock()  # aiosqlite shares one connection: serialise write txns
+        self._pruned_at = float("-inf")
 
     async def migrate(self) -> None:
         await enable_wal(self._conn)
         await self._conn.executescript(_DDL)
+        for table, column, decl in _ADDED:
+            async with self._conn.execute(f"PRAGMA table_info({table})") as cur:
+                have = {r[1] for r in await cur.fetchall()}
+            if column not in have:
+                try:
+                    await self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+                except sqlite3.OperationalError as exc:
+                    # Another process sharing the file added it first.
+                    if "duplicate column" not in str(exc):
+                        raise
         await self._conn.commit()
 
     async def create(self, row: ThreadRow) -> None:
@@ -128,12 +205,116 @@ class SqliteThreadStore:
 
     async def delete(self, tenant: str, thread_id: str) -> bool:
         async with self._write:
+            await self._conn.execute(
+                "DELETE FROM diwaniya_requests WHERE tenant = ? AND thread_id = ?",
+                (tenant, thread_id),
+            )
             cur = await self._conn.execute(
                 "DELETE FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?",
                 (tenant, thread_id),
             )
             await self._conn.commit()
             return cur.rowcount > 0
+
+    # ------------------------------------------------------------ fencing
+    async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
+        async with self._write:
+            conn = self._conn
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                async with conn.execute(
+                    "SELECT 1 FROM diwaniya_thread_leases WHERE thread_id = ? AND owner = ?",
+                    (lease.thread_id, lease.token),
+                ) as cur:
+                    held = await cur.fetchone()
+                if held is None:
+                    raise LeaseLost(
+                        f"this turn lost its lease on thread {lease.thread_id} (it was not renewed "
+                        "in time and another turn took the thread over); nothing of it was saved "
+                        "— send the message again (the same request_id is safe)")
+                async with conn.execute(
+                    "SELECT 1 FROM diwaniya_threads WHERE thread_id = ?", (lease.thread_id,)
+                ) as cur:
+                    if await cur.fetchone() is None:
+                        raise NotFound(f"thread {lease.thread_id} was deleted while this turn "
+                                       "ran; nothing was saved")
+                saver = AsyncSqliteSaver(cast(aiosqlite.Connection, _NoCommit(conn)),
+                                         serde=writes.serde)
+                saver.is_setup = True  # the tables exist; setup() would run PRAGMAs mid-transaction
+                await writes.apply(saver)
+                await conn.execute(
+                    "UPDATE diwaniya_threads SET updated_at = max(updated_at, ?),"
+                    " turn_count = turn_count + 1, head_checkpoint_id = ?,"
+                    " title = CASE WHEN title = '' THEN ? ELSE title END WHERE thread_id = ?",
+                    (commit.at.isoformat(), commit.checkpoint_id, commit.title, lease.thread_id),
+                )
+                if commit.request is not None:
+                    key = commit.request
+                    await conn.execute(
+                        "UPDATE diwaniya_requests SET done = 1, turn_id = ?, events = ?,"
+                        f" result = ?, checkpoint_id = ? WHERE {_REQ_KEY}",
+                        (commit.turn_id, json.dumps(commit.events, ensure_ascii=False),
+                         json.dumps(commit.result, ensure_ascii=False), commit.checkpoint_id,
+                         key.tenant, key.user_id, key.request_id),
+                    )
+                await conn.commit()
+            except BaseException:
+                await asyncio.shield(conn.rollback())
+                raise
+
+    async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
+        async with self._conn.execute(
+            "SELECT head_checkpoint_id FROM diwaniya_threads WHERE thread_id = ?", (thread_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return bool(row and checkpoint_id and row[0] == checkpoint_id)
+
+    # ----------------------------------------------------------- requests
+    async def claim_request(
+        self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
+        window_s: float,
+    ) -> RequestRecord:
+        now = time.time()
+        async with self._write:
+            conn = self._conn
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                if now - self._pruned_at >= PRUNE_EVERY_S:
+                    self._pruned_at = now
+                    await conn.execute("DELETE FROM diwaniya_requests WHERE created_at < ?",
+                                       (now - window_s,))
+                await conn.execute(
+                    f"DELETE FROM diwaniya_requests WHERE {_REQ_KEY} AND created_at < ?",
+                    (key.tenant, key.user_id, key.request_id, now - window_s),
+                )
+                cur = await conn.execute(
+                    "INSERT OR IGNORE INTO diwaniya_requests (tenant, user_id, request_id,"
+                    " thread_id, content_hash, new_thread, created_at) VALUES (?,?,?,?,?,?,?)",
+                    (key.tenant, key.user_id, key.request_id, thread_id, content_hash,
+                     int(new_thread is not None), now),
+                )
+                if cur.rowcount == 1 and new_thread is not None:
+                    row = new_thread
+                    await conn.execute(
+                        f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (?,?,?,?,?,?,?)",
+                        (row.thread_id, row.tenant, row.user_id, row.title,
+                         row.created_at.isoformat(), row.updated_at.isoformat(), row.turn_count),
+                    )
+                await conn.commit()
+            except BaseException:
+                await asyncio.shield(conn.rollback())
+                raise
+        found = await self.get_request(key, window_s=window_s)
+        assert found is not None  # inserted above, or already there and live
+        return found
+
+    async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
+        async with self._conn.execute(
+            f"SELECT {_REQ_COLS} FROM diwaniya_requests WHERE {_REQ_KEY} AND created_at >= ?",
+            (key.tenant, key.user_id, key.request_id, time.time() - window_s),
+        ) as cur:
+            row = await cur.fetchone()
+        return _record(row) if row else None
 
     async def _try_lease(self, thread_id: str, owner: str) -> bool:
         now = time.time()
@@ -161,7 +342,7 @@ class SqliteThreadStore:
                 await self._conn.commit()
 
     @asynccontextmanager
-    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[None]:
+    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[Lease]:
         owner = uuid.uuid4().hex
         async with self._waiters.waiting(thread_id):
             await acquire_polling(
@@ -169,7 +350,7 @@ class SqliteThreadStore:
             )
         heartbeat = asyncio.create_task(self._renew(thread_id, owner))
         try:
-            yield
+            yield Lease(thread_id, owner)
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

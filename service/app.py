@@ -203,6 +203,7 @@ async def build_app(
             policy=settings.concurrency_policy, enqueue_wait_s=settings.enqueue_wait_s,
             turn_timeout_s=settings.default_turn_timeout_s,
             default_timezone=settings.default_timezone,
+            replay_window_s=settings.request_replay_window_s,
         ),
         tools=tools,
     )

@@ -6,11 +6,13 @@ import grpc
 
 from diwaniya import errors
 
-# Most specific first: CalendarRangeError is an InvalidRequest.
+# Most specific first: CalendarRangeError is an InvalidRequest, LeaseLost a ThreadBusy.
 _STATUS: tuple[tuple[type[errors.DiwaniyaError], grpc.StatusCode], ...] = (
     (errors.InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.NotFound, grpc.StatusCode.NOT_FOUND),
+    (errors.LeaseLost, grpc.StatusCode.ABORTED),
     (errors.ThreadBusy, grpc.StatusCode.ABORTED),
+    (errors.RequestIdReused, grpc.StatusCode.ALREADY_EXISTS),
     (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),

@@ -91,7 +91,9 @@ class Settings(BaseSettings):
     enqueue_max_waiters: int = Field(default=8, ge=1)
     max_text_chars: int = Field(default=4000, ge=1)
     max_token_chars: int = Field(default=200, ge=8)
-    completed_turns_kept: int = Field(default=200, ge=1)
+    # How long a request_id replays its finished turn (and rejects different
+    # content); older request records are pruned.
+    request_replay_window_s: float = Field(default=86400.0, gt=0)
     long_gap_hours: float = Field(default=6.0, gt=0)
 
     # --- model (unset base URL: the offline responder) ----------------------

@@ -1,4 +1,7 @@
-"""remember: commit the turn — history, learned facts, usage, and the replay record."""
+"""remember: commit the turn — history, learned facts and usage.
+
+The replay record of a ``request_id`` is not thread state: the engine writes it
+to the request table in the turn's fenced commit (docs/fencing.md)."""
 
 from __future__ import annotations
 
@@ -51,14 +54,4 @@ class Remember:
             "dialect_thread": turn["dialect_thread"],
             "pending_approvals": turn.get("pending_approvals") or {},
         }
-        if turn.get("request_id"):
-            update["completed"] = {turn["request_id"]: {
-                "turn_id": turn["turn_id"], "events": turn.get("events", []),
-                "reply": turn["reply"], "phase": turn["phase"], "dialect": turn["dialect"],
-                "dialect_confidence": turn.get("dialect_confidence", 0.0),
-                "script": turn.get("script", ""),
-                "message_dialect": turn.get("message_dialect", ""),
-                "message_dialect_confidence": turn.get("message_dialect_confidence", 0.0),
-                "reply_register": turn.get("reply_register", ""),
-            }}
         return update

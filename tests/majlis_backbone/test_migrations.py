@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from majlis.persistence import migrate_postgres, open_postgres
+from majlis.persistence import migrate_postgres, open_postgres, open_sqlite
 from tests.conftest import ADMIN_DSN
 
 
@@ -53,3 +54,45 @@ def test_migrate_command(empty_db: str, tmp_path) -> None:
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
     assert "diwaniya_threads" in tables and "checkpoints" in tables
     assert any("memor" in t for t in tables), tables
+
+
+_OLD_THREADS = """
+CREATE TABLE diwaniya_threads (
+    thread_id text PRIMARY KEY, tenant text NOT NULL, user_id text NOT NULL,
+    title text NOT NULL DEFAULT '', created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL, turn_count integer NOT NULL DEFAULT 0)
+"""
+
+
+async def test_upgrade_adds_fencing_columns_and_request_table_concurrently(empty_db: str) -> None:
+    """A registry from before fencing keeps its rows; replicas upgrading at once do it once."""
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(_OLD_THREADS)
+        conn.execute("INSERT INTO diwaniya_threads VALUES ('t-old', 'default', 'u1', 'هلا',"
+                     " now(), now(), 3)")
+    await asyncio.gather(*(migrate_postgres(empty_db, prepare_threshold=None) for _ in range(3)))
+    await migrate_postgres(empty_db, prepare_threshold=None)  # and again: idempotent
+    with psycopg.connect(empty_db) as conn:
+        row = conn.execute("SELECT title, turn_count, lease_epoch, head_checkpoint_id"
+                           " FROM diwaniya_threads").fetchone()
+        tables = {r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
+    assert row == ("هلا", 3, 0, "")
+    assert "diwaniya_requests" in tables
+
+
+async def test_sqlite_upgrade_adds_the_head_column_once(tmp_path) -> None:
+    path = tmp_path / "threads.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute(_OLD_THREADS.replace("timestamptz", "TEXT"))
+        conn.execute("INSERT INTO diwaniya_threads VALUES ('t-old', 'default', 'u1', 'هلا',"
+                     " '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00', 3)")
+    for _ in range(2):
+        db = await open_sqlite(tmp_path)
+        await db.close()
+    with sqlite3.connect(path) as conn:
+        row = conn.execute("SELECT title, turn_count, head_checkpoint_id FROM diwaniya_threads"
+                           ).fetchone()
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert row == ("هلا", 3, "")
+    assert "diwaniya_requests" in tables

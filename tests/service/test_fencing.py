@@ -1,0 +1,238 @@
+"""Fencing: a turn that lost its hold on the thread cannot commit, and every client hears the truth.
+
+The loss is produced for real: on PostgreSQL the turn's lock session is
+terminated (as a database restart would) and a second turn takes the thread;
+on both stores the fencing token is moved on under a running turn, as a
+successor's takeover does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from typing import Any
+
+import grpc
+import psycopg
+import pytest
+
+from tests.fakes import ScriptedOpenAIServer, ScriptedReply
+from tests.service.conftest import collect
+
+SLOW_REPLY = " ".join(["أبشر"] * 30)
+
+
+def _take_over(svc: Any, backend: str, thread_id: str) -> None:
+    """Do what a successor's lock acquisition does to the running turn's token."""
+    if backend == "postgres":
+        with psycopg.connect(svc.settings.database_dsn(), autocommit=True) as conn:
+            conn.execute("UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+                         " WHERE thread_id = %s", (thread_id,))
+    else:
+        with sqlite3.connect(svc.settings.data_dir / "threads.sqlite3") as conn:
+            conn.execute("DELETE FROM diwaniya_thread_leases WHERE thread_id = ?", (thread_id,))
+
+
+def _kill_lock_session(dsn: str) -> int:
+    """Terminate the backend holding our advisory locks, as a PostgreSQL restart would."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks"
+            " WHERE locktype = 'advisory' AND classid = %s AND granted AND database ="
+            " (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (0x4457,)).fetchall()
+    return len(rows)
+
+
+async def _forks(svc: Any, thread_id: str) -> list[str | None]:
+    """Parents that have more than one child checkpoint (a forked history)."""
+    seen: dict[str | None, int] = {}
+    async for c in svc.app.persistence.checkpointer.alist(
+            {"configurable": {"thread_id": thread_id}}):
+        parent = c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None
+        seen[parent] = seen.get(parent, 0) + 1
+    return [p for p, n in seen.items() if n > 1]
+
+
+async def test_turn_whose_lease_was_taken_over_is_aborted_and_not_saved(
+    run_service, openai_server: ScriptedOpenAIServer, backend: str
+) -> None:
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05),
+                       ScriptedReply.text("طلبك في الطريق"))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
+        thread_id = first[-1].thread_id
+        seen = []
+        taken = False
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for event in svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+                                               request_id="r-2"):
+                seen.append(event)
+                if event.HasField("text_delta") and not taken:
+                    taken = True
+                    await asyncio.to_thread(_take_over, svc, backend, thread_id)
+        assert err.value.code() == grpc.StatusCode.ABORTED
+        assert "nothing of it was saved" in err.value.details()
+        assert not any(e.HasField("turn_completed") for e in seen)
+        lost = await svc.client.get_thread(thread_id, user_id="u1")
+        # The same request_id now runs (it was never recorded as done), once.
+        retry = await collect(svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+                                              request_id="r-2"))
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+        listed = await svc.client.list_threads(user_id="u1")
+        forks = await _forks(svc, thread_id)
+    assert len(lost.messages) == 2
+    assert not retry[-1].turn_completed.replayed
+    assert [m.text for m in thread.messages if m.role == "user"] == ["السلام عليكم", "وين طلبي؟"]
+    assert listed.threads[0].turn_count == 2  # the registry agrees with the history
+    assert forks == []
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+async def test_lost_lock_session_then_second_turn_no_fork_truthful_statuses(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """The issue's failure: the first turn's lock dies, a second turn runs and commits."""
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05),
+                       ScriptedReply.text("حاضرين، تفضل"))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
+        thread_id = first[-1].thread_id
+        slow_events: list[Any] = []
+        second: list[Any] = []
+
+        async def slow() -> None:
+            async for event in svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+                                               request_id="slow"):
+                slow_events.append(event)
+                if event.HasField("text_delta") and not second:
+                    assert await asyncio.to_thread(_kill_lock_session, svc.settings.database_dsn())
+                    second.extend(await collect(svc.client.send(
+                        "ابي اكلم موظف", user_id="u1", thread_id=thread_id, request_id="fast")))
+
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await slow()
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+        listed = await svc.client.list_threads(user_id="u1")
+        forks = await _forks(svc, thread_id)
+    assert second[-1].HasField("turn_completed")
+    assert err.value.code() == grpc.StatusCode.ABORTED
+    assert not any(e.HasField("turn_completed") for e in slow_events)
+    assert [m.text for m in thread.messages if m.role == "user"] == ["السلام عليكم",
+                                                                   "ابي اكلم موظف"]
+    assert listed.threads[0].turn_count == 2
+    assert forks == []
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+async def test_lost_lock_session_without_successor_still_completes_truthfully(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """No one took the thread over, so the turn may commit: it says completed, and nothing
+    after that says "not saved" (the dead session's unlock failure is not an error)."""
+    openai_server.push(ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        events: list[Any] = []
+        killed = 0
+        async for event in svc.client.send("هلا", user_id="u1", request_id="k-1"):
+            events.append(event)
+            if event.HasField("text_delta") and not killed:
+                killed = await asyncio.to_thread(_kill_lock_session, svc.settings.database_dsn())
+        thread = await svc.client.get_thread(events[-1].thread_id, user_id="u1")
+        after = await collect(svc.client.send("شكرا", user_id="u1",
+                                              thread_id=events[-1].thread_id))
+    assert killed == 1
+    assert events[-1].HasField("turn_completed")
+    assert len(thread.messages) == 2
+    assert after[-1].HasField("turn_completed")
+
+
+async def test_concurrent_turns_on_many_threads_each_commit_only_their_own(
+    run_service, backend: str
+) -> None:
+    """The deferral is per turn (a ContextVar): concurrent turns never swap checkpoints."""
+    texts = ["هلا", "مساء الخير", "شلونك", "السلام عليكم", "ابي اسأل عن الفاتورة"]
+    async with run_service() as svc:
+        user = f"many-{backend}"
+        results = await asyncio.gather(*(
+            collect(svc.client.send(t, user_id=user, request_id=f"m-{i}"))
+            for i, t in enumerate(texts)))
+        threads = [await svc.client.get_thread(r[-1].thread_id, user_id=user) for r in results]
+    assert len({r[-1].thread_id for r in results}) == len(texts)
+    for text, result, thread in zip(texts, results, threads, strict=True):
+        assert [m.text for m in thread.messages if m.role == "user"] == [text]
+        assert result[-1].turn_completed.checkpoint_id
+
+
+async def test_cancelled_or_timed_out_turn_writes_no_checkpoint(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """Exit durability used to save a scratch checkpoint for a failed turn; now nothing."""
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.1),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.1))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="fail-u"))
+        thread_id = first[-1].thread_id
+        saver = svc.app.persistence.checkpointer
+        before = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await collect(svc.client.send("وين طلبي؟", user_id="fail-u", thread_id=thread_id,
+                                          timeout_s=1.0))
+        call = svc.client.send("ابي اكلم موظف", user_id="fail-u", thread_id=thread_id)
+        async for event in call:
+            if event.HasField("text_delta"):
+                call.cancel()
+                break
+        await asyncio.sleep(0.5)
+        after = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        listed = await svc.client.list_threads(user_id="fail-u")
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert len(after) == len(before) == 1
+    assert listed.threads[0].turn_count == 1
+
+
+@pytest.mark.parametrize("failure", ["after_commit", "before_commit", "database_gone"])
+async def test_commit_whose_outcome_was_lost_is_reported_truthfully(
+    run_service, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    """The connection dies around COMMIT: the engine asks the database what happened."""
+    async with run_service() as svc:
+        threads = svc.app.persistence.threads
+        commit = threads.commit_turn
+
+        async def flaky(*args: Any, **kwargs: Any) -> None:
+            if failure == "after_commit":
+                await commit(*args, **kwargs)
+            raise OSError("connection reset while committing")
+
+        async def gone(*args: Any, **kwargs: Any) -> bool:
+            raise OSError("database is not answering")
+
+        first = await collect(svc.client.send("هلا", user_id=f"lost-{failure}"))
+        thread_id = first[-1].thread_id
+        monkeypatch.setattr(threads, "commit_turn", flaky)
+        if failure == "database_gone":
+            monkeypatch.setattr(threads, "turn_saved", gone)
+            monkeypatch.setattr("majlis.engine.COMMIT_CHECK_PAUSE_S", 0.01)
+        events: list[Any] = []
+        code = None
+        try:
+            async for event in svc.client.send("وين طلبي؟", user_id=f"lost-{failure}",
+                                               thread_id=thread_id, request_id="lost-1"):
+                events.append(event)
+        except grpc.aio.AioRpcError as exc:
+            code, details = exc.code(), exc.details()
+        monkeypatch.undo()
+        thread = await svc.client.get_thread(thread_id, user_id=f"lost-{failure}")
+    saved = "وين طلبي؟" in [m.text for m in thread.messages]
+    if failure == "after_commit":
+        assert saved and code is None and events[-1].HasField("turn_completed")
+    elif failure == "before_commit":
+        assert not saved and code == grpc.StatusCode.UNAVAILABLE
+        assert "it was not saved" in details
+    else:
+        assert not saved and code == grpc.StatusCode.UNAVAILABLE
+        assert "whether it was saved is unknown" in details and "same request_id" in details
