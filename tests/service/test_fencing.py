@@ -85,7 +85,7 @@ async def test_turn_whose_lease_was_taken_over_is_aborted_and_not_saved(
     assert len(lost.messages) == 2
     assert not retry[-1].turn_completed.replayed
     assert [m.text for m in thread.messages if m.role == "user"] == ["السلام عليكم", "وين طلبي؟"]
-    assert listed.threads[0].turn_count == 2  # the registry agrees with the history
+    assert _count(listed, thread_id) == 2  # the registry agrees with the history
     assert forks == []
 
 
@@ -122,7 +122,7 @@ async def test_lost_lock_session_then_second_turn_no_fork_truthful_statuses(
     assert not any(e.HasField("turn_completed") for e in slow_events)
     assert [m.text for m in thread.messages if m.role == "user"] == ["السلام عليكم",
                                                                    "ابي اكلم موظف"]
-    assert listed.threads[0].turn_count == 2
+    assert _count(listed, thread_id) == 2
     assert forks == []
 
 
@@ -191,7 +191,7 @@ async def test_cancelled_or_timed_out_turn_writes_no_checkpoint(
         listed = await svc.client.list_threads(user_id="fail-u")
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert len(after) == len(before) == 1
-    assert listed.threads[0].turn_count == 1
+    assert _count(listed, thread_id) == 1
 
 
 @pytest.mark.parametrize("failure", ["after_commit", "before_commit", "database_gone"])
@@ -236,3 +236,8 @@ async def test_commit_whose_outcome_was_lost_is_reported_truthfully(
     else:
         assert not saved and code == grpc.StatusCode.UNAVAILABLE
         assert "whether it was saved is unknown" in details and "same request_id" in details
+
+
+def _count(listed: Any, thread_id: str) -> int:
+    """The registry's turn count of ``thread_id`` (other tests share the user id)."""
+    return next(t.turn_count for t in listed.threads if t.thread_id == thread_id)
