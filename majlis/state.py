@@ -2,12 +2,15 @@
 
 Invariants:
 * Only the last node of a turn (``remember``) writes thread-level fields:
-  ``messages`` (append-only), phase, dialect, usage. Earlier nodes write only
+  ``messages`` (append-only), phase, dialect, usage, handoff. Earlier nodes write only
   into ``turn``. A turn that fails or is cancelled half-way may leave a
   checkpoint behind, but it differs from the last good one only in ``turn``,
   which the next turn's input replaces — never half a turn in the thread.
 * ``turn`` is scratch space for the running turn; the input of each turn
   replaces it wholesale (``{"reset": True, ...}``) and nodes merge into it.
+* ``handoff`` is set by the turn whose ``handoff_to_human`` ran (``active``,
+  ``reason``, ``summary_ar``, ``at``, ``notified``) and cleared by
+  ``ReleaseHandoff``; while active, turns are acknowledged, not answered.
 * ``completed`` maps request ids to the events of their finished turns, so a
   repeated ``request_id`` is replayed from the checkpoint, on any replica,
   without running the turn again. It is bounded (oldest dropped first).
@@ -54,6 +57,8 @@ class ThreadState(TypedDict, total=False):
     last_user_at: str
     usage: dict[str, float]
     completed: Annotated[dict[str, dict[str, Any]], keep_recent]
+    # {active, reason, summary_ar, at, notified, notify_error}; see majlis.nodes.handoff.
+    handoff: dict[str, Any]
     # Tool calls held for the caller's approval: call_id → {name, arguments_json, ...}.
     pending_approvals: Annotated[dict[str, Any], merge_pending]
     turn: Annotated[dict[str, Any], merge_turn]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from majlis.nodes.handoff import handoff_record
 from majlis.state import ThreadState
 from memory import FactExtractor, MemoryStore, remember
 
@@ -51,6 +52,9 @@ class Remember:
             "dialect_history": turn["dialect_history"],
             "pending_approvals": turn.get("pending_approvals") or {},
         }
+        handoff = handoff_record(turn.get("events", []), at=turn["at"])
+        if handoff is not None:
+            update["handoff"] = handoff
         if turn.get("request_id"):
             update["completed"] = {turn["request_id"]: {
                 "turn_id": turn["turn_id"], "events": turn.get("events", []),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from hijridate import Hijri
 
+from diwaniya.errors import ModelUnavailable
 from majlis.models import (
     ChatMessage,
     ModelRequest,
@@ -19,6 +21,8 @@ from majlis.prompt import compose_system_prompt
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
 from majlis.tools import ToolContext, ToolRegistry, run_model_turn
+
+log = logging.getLogger("diwaniya.majlis")
 
 # How many past messages the model sees besides the system prompt.
 HISTORY_MESSAGES = 12
@@ -88,8 +92,20 @@ class Respond:
                           thread_id=turn["thread_id"], turn_id=turn["turn_id"],
                           deadline=turn.get(self._deadline_key))
         started = time.monotonic()
-        out = await run_model_turn(tenant.model, request, registry, ctx, emit,
-                                   prices=tenant.prices)
+        try:
+            out = await run_model_turn(tenant.model, request, registry, ctx, emit,
+                                       prices=tenant.prices)
+        except ModelUnavailable as exc:
+            # Raising here, before ``remember``, leaves the thread untouched (see
+            # majlis.state); the tenant may prefer an offline answer to an error.
+            if tenant.fallback is None:
+                log.warning("model failed on thread %s turn %s: %s; the turn fails "
+                            "UNAVAILABLE and nothing is saved", turn["thread_id"],
+                            turn["turn_id"], exc.message)
+                raise
+            log.warning("model failed on thread %s turn %s: %s; answering with the "
+                        "offline responder", turn["thread_id"], turn["turn_id"], exc.message)
+            out = await run_model_turn(tenant.fallback, request, registry, ctx, emit)
         usage = out.usage
         held = {e["call_id"]: {"name": e["name"], "arguments_json": e["arguments_json"],
                                "turn_id": turn["turn_id"]}

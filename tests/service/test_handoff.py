@@ -1,0 +1,160 @@
+"""Handoff to a person over gRPC, on both stores, with the offline responder.
+
+``handoff_to_human`` marks the thread (GetThread shows it), posts the tenant's
+webhook once, and until ``ReleaseHandoff`` every turn gets a short
+acknowledgement in the customer's dialect — still recorded in the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+
+from majlis.models import PhraseBook
+from tests.fakes import WebhookReply, WebhookServer
+from tests.service.conftest import collect, kinds
+
+HOLD_GULF = PhraseBook.load().say("handoff_hold", "gulf")
+
+
+@pytest.fixture
+def webhook_server() -> Iterator[WebhookServer]:
+    server = WebhookServer()
+    yield server
+    server.close()
+
+
+def _reply(events: list[Any]) -> str:
+    return str(events[-1].turn_completed.text)
+
+
+async def _hand_off(svc: Any, thread_id: str, **kw: Any) -> list[Any]:
+    return await collect(svc.client.send("حولني لموظف لو سمحت", user_id="u1",
+                                         thread_id=thread_id, country="KW", **kw))
+
+
+async def test_handoff_marks_the_thread_posts_once_and_holds_until_released(
+    run_service, webhook_server: WebhookServer
+) -> None:
+    url = webhook_server.route("/helpdesk", WebhookReply(json_body={"ticket": "T-7"}))
+    async with run_service(handoff_webhook_url=url) as svc:
+        first = await collect(svc.client.send("طلبي رقم 48213 ما وصل", user_id="u1",
+                                              country="KW"))
+        thread_id = first[-1].thread_id
+        handoff = await _hand_off(svc, thread_id, request_id="r-handoff")
+        replayed = await _hand_off(svc, thread_id, request_id="r-handoff")
+        held = await collect(svc.client.send("وين صار طلبي؟", user_id="u1",
+                                             thread_id=thread_id, country="KW"))
+        during = await svc.client.get_thread(thread_id, user_id="u1")
+        posts_before_release = len(webhook_server.requests)
+        released = await svc.client.release_handoff(thread_id, user_id="u1")
+        after = await collect(svc.client.send("شكرا، وين صار طلبي؟", user_id="u1",
+                                              thread_id=thread_id, country="KW"))
+        final = await svc.client.get_thread(thread_id, user_id="u1")
+
+    # The handoff turn: the tool ran, its event carries the Arabic summary.
+    assert "handoff" in kinds(handoff)
+    event = next(e.handoff for e in handoff if e.HasField("handoff"))
+    assert "الطلب المفتوح" in event.summary_ar and event.reason
+    result = next(e.tool_result for e in handoff if e.HasField("tool_result"))
+    assert result.name == "handoff_to_human" and json.loads(result.content_json)["notified"]
+    # The webhook was called once: not again on replay, nor by the held turn.
+    assert replayed[-1].turn_completed.replayed
+    assert posts_before_release == 1
+    body = json.loads(webhook_server.requests[0].body)
+    assert body["thread_id"] == thread_id and body["event"] == "handoff"
+    assert body["summary_ar"] == event.summary_ar and body["reason"] == event.reason
+    # While handed off: an acknowledgement, no knowledge base, no tools.
+    assert _reply(held) == HOLD_GULF
+    assert not {"memory_cited", "tool_call", "handoff"} & set(kinds(held))
+    assert during.handed_off and during.handoff_reason == event.reason
+    assert during.handoff_summary_ar == event.summary_ar
+    assert during.HasField("handed_off_at")
+    assert [m.text for m in during.messages][-2:] == ["وين صار طلبي؟", HOLD_GULF]
+    # Released: the bot answers again.
+    assert not released.handed_off and released.handoff_reason == ""
+    assert _reply(after) != HOLD_GULF
+    assert not final.handed_off
+    assert len(webhook_server.requests) == 1
+
+
+async def test_another_users_thread_cannot_be_released(
+    run_service, webhook_server: WebhookServer
+) -> None:
+    url = webhook_server.route("/helpdesk", WebhookReply(json_body={}))
+    async with run_service(handoff_webhook_url=url) as svc:
+        first = await collect(svc.client.send("ابي اكلم موظف", user_id="u1", country="KW"))
+        thread_id = first[-1].thread_id
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await svc.client.release_handoff(thread_id, user_id="intruder")
+        missing = None
+        try:
+            await svc.client.release_handoff("0" * 32, user_id="u1")
+        except grpc.aio.AioRpcError as exc:
+            missing = exc.code()
+        still = await svc.client.get_thread(thread_id, user_id="u1")
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    assert missing == grpc.StatusCode.NOT_FOUND
+    assert still.handed_off  # the intruder changed nothing
+
+
+async def test_failing_webhook_is_logged_and_reported_and_the_handoff_holds(
+    run_service, webhook_server: WebhookServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="diwaniya")
+    url = webhook_server.route("/helpdesk", WebhookReply(status=503, json_body={"e": "down"}))
+    async with run_service(handoff_webhook_url=url) as svc:
+        events = await collect(svc.client.send("حولني لموظف", user_id="u1", country="EG"))
+        thread_id = events[-1].thread_id
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+    result = json.loads(next(e.tool_result for e in events if e.HasField("tool_result"))
+                        .content_json)
+    assert result["handed_off"] and result["notified"] is False
+    assert "503" in result["notify_error"]
+    assert thread.handed_off
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(thread_id in w and "503" in w for w in warnings)
+    assert len(webhook_server.requests) == 1
+
+
+async def test_handoff_without_a_webhook_still_marks_the_thread(run_service) -> None:
+    async with run_service() as svc:
+        events = await collect(svc.client.send("ابغى اكلم موظف حقيقي", user_id="u1",
+                                               country="SA"))
+        thread_id = events[-1].thread_id
+        held = await collect(svc.client.send("طيب متى؟", user_id="u1", thread_id=thread_id,
+                                             country="SA"))
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+    assert "handoff" in kinds(events)
+    assert thread.handed_off and _reply(held) == HOLD_GULF
+
+
+async def test_cli_thread_release(run_service, tmp_path) -> None:
+    async with run_service() as svc:
+        events = await collect(svc.client.send("حولني لموظف", user_id="u1", country="KW"))
+        thread_id = events[-1].thread_id
+        env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "cli")}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "service", "thread", "release", "--thread", thread_id,
+            "--user", "u1", "--target", svc.target, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+        other = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "service", "thread", "release", "--thread", thread_id,
+            "--user", "someone-else", "--target", svc.target, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, other_err = await asyncio.wait_for(other.communicate(), timeout=60)
+        thread = await svc.client.get_thread(thread_id, user_id="u1")
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out.decode()) == {"thread_id": thread_id, "handed_off": False,
+                                        "messages": 2}
+    assert other.returncode == 2 and "NOT_FOUND" in other_err.decode()
+    assert not thread.handed_off
