@@ -57,6 +57,9 @@ class ThreadState(TypedDict, total=False):
     last_user_at: str
     usage: dict[str, float]
     completed: Annotated[dict[str, dict[str, Any]], keep_recent]
+    # {known: {slot: value as typed}, awaiting: slot asked for, pending: the request
+    # waiting for it}; see majlis.models.support. Thread-scoped: deleted with the thread.
+    support: dict[str, Any]
     # {active, reason, summary_ar, at, notified, notify_error}; see majlis.nodes.handoff.
     handoff: dict[str, Any]
     # Tool calls held for the caller's approval: call_id → {name, arguments_json, ...}.

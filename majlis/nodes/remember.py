@@ -52,6 +52,8 @@ class Remember:
             "dialect_history": turn["dialect_history"],
             "pending_approvals": turn.get("pending_approvals") or {},
         }
+        if turn.get("support") is not None:
+            update["support"] = turn["support"]
         handoff = handoff_record(turn.get("events", []), at=turn["at"])
         if handoff is not None:
             update["handoff"] = handoff

@@ -15,6 +15,7 @@ from majlis.models import (
     ModelRequest,
     Recalled,
     ResponderContext,
+    support,
 )
 from majlis.nodes._emit import Emitter
 from majlis.prompt import compose_system_prompt
@@ -54,6 +55,10 @@ class Respond:
             for r in turn.get("recalled", [])
         )
         cues = turn.get("cues", {})
+        # Order numbers, names… given in this thread, as typed, reused by both paths.
+        sup = support.advance(state.get("support"), turn["text"],
+                              complaint=bool(cues.get("complaint")),
+                              request=bool(cues.get("request")))
         context = ResponderContext(
             user_text=turn["text"],
             region=turn["tone"]["register"],
@@ -65,6 +70,10 @@ class Respond:
             frustrated=bool(cues.get("frustration")),
             insists=bool(cues.get("insistence")),
             recalled=recalled,
+            known=sup.known,
+            persona=tenant.profile.persona_name,
+            order_intent=sup.order_intent,
+            pending_request=sup.pending_request,
         )
         hy, hm, hd = turn["hijri"]
         system = compose_system_prompt(
@@ -72,7 +81,8 @@ class Respond:
             tone_block=turn["tone_prompt"],
             region=turn["dialect"],
             recalled=[r for r in recalled if r.kind == "document"],
-            facts=[r.text for r in recalled if r.kind != "document"],
+            facts=[*(r.text for r in recalled if r.kind != "document"),
+                   *support.known_facts_ar(sup.known)],
             now_gregorian=turn["local_time"],
             now_hijri=f"{hd} {Hijri(hy, hm, hd).month_name('ar')} {hy}",
         )
@@ -113,6 +123,8 @@ class Respond:
         return {
             "turn": {
                 "pending_approvals": held,
+                # Committed to the thread by the last node only (see majlis.state).
+                "support": sup.state,
                 "events": emit.events,
                 "reply": out.text,
                 "handoff": out.handoff,
