@@ -158,3 +158,31 @@ async def test_cli_thread_release(run_service, tmp_path) -> None:
                                         "messages": 2}
     assert other.returncode == 2 and "NOT_FOUND" in other_err.decode()
     assert not thread.handed_off
+
+
+async def test_model_handoff_holds_later_turns_without_calling_the_model(
+    run_service, webhook_server: WebhookServer
+) -> None:
+    from tests.fakes import ScriptedOpenAIServer, ScriptedReply
+
+    model = ScriptedOpenAIServer()
+    try:
+        model.push(ScriptedReply.tool_call("handoff_to_human", {"reason": "العميل يطلب موظفًا"}))
+        model.push(ScriptedReply.text("أبشر، حوّلتك لزميل يتابع معك."))
+        url = webhook_server.route("/helpdesk", WebhookReply(json_body={}))
+        async with run_service(model_base_url=model.base_url, handoff_webhook_url=url) as svc:
+            first = await collect(svc.client.send("ابي احد من الموظفين يكلمني", user_id="u1",
+                                                  country="KW"))
+            thread_id = first[-1].thread_id
+            held = await collect(svc.client.send("متى بيكلموني؟", user_id="u1",
+                                                 thread_id=thread_id, country="KW"))
+            thread = await svc.client.get_thread(thread_id, user_id="u1")
+        calls = len(model.requests)
+    finally:
+        model.close()
+    assert "handoff" in kinds(first)
+    assert thread.handed_off and thread.handoff_reason == "العميل يطلب موظفًا"
+    assert _reply(held) == HOLD_GULF
+    assert "usage" not in kinds(held)
+    assert calls == 2  # the tool round and its answer; the held turn made no model call
+    assert len(webhook_server.requests) == 1
