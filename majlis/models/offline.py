@@ -129,8 +129,9 @@ class OfflineResponder:
                 # happens, and offer a person — never "I don't know" to a complaint.
                 answer, offered_handoff = say("complaint_details"), True
             answer = support.follow_up(ctx, answer, answered=bool(extras), say=say)
-            offered_handoff = offered_handoff or (ctx.order_intent and "order_number" in ctx.known
-                                                  and not extras)
+            offered_handoff = offered_handoff or (ctx.order_intent and not extras
+                                                  and ("order_number" in ctx.known
+                                                       or ctx.complaint))
             parts.append(answer)
             business = True
         if (ctx.frustrated or ctx.insists) and not offered_handoff:

@@ -230,7 +230,10 @@ def follow_up(ctx: ResponderContext, answer: str, *, answered: bool, say: Say) -
     sorry = say("sorry") if ctx.complaint else ""
     if not order:
         ask = say("ask_order_number")
-        return _join(answer if answered else sorry, ask)
+        if answered:
+            return _join(answer, ask)
+        # A complaint we hold no answer for: sorry, the question, and a person.
+        return _join(sorry, ask, say("offer_person") if sorry else "")
     if answered:
         noted = say("order_noted", order=order) if ctx.pending_request else ""
         return _join(noted, answer)

@@ -186,3 +186,16 @@ async def test_model_handoff_holds_later_turns_without_calling_the_model(
     assert "usage" not in kinds(held)
     assert calls == 2  # the tool round and its answer; the held turn made no model call
     assert len(webhook_server.requests) == 1
+
+
+async def test_a_slow_webhook_is_cut_off_and_the_handoff_holds(
+    run_service, webhook_server: WebhookServer
+) -> None:
+    url = webhook_server.route("/helpdesk", WebhookReply(json_body={}, delay_s=3.0))
+    async with run_service(handoff_webhook_url=url, handoff_webhook_timeout_s=0.5) as svc:
+        events = await collect(svc.client.send("حولني لموظف", user_id="u1", country="KW"))
+        thread = await svc.client.get_thread(events[-1].thread_id, user_id="u1")
+    result = json.loads(next(e.tool_result for e in events if e.HasField("tool_result"))
+                        .content_json)
+    assert result["notified"] is False and "did not answer" in result["notify_error"]
+    assert thread.handed_off

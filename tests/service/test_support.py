@@ -179,8 +179,12 @@ async def test_i_dont_know_comes_with_a_next_step(run_service) -> None:
 
 async def test_complaint_without_an_answer_offers_a_person(run_service) -> None:
     async with run_service() as svc:
-        reply = await _Thread(svc, "u1", "LB").say("عندي مشكلة بالتطبيق ما عم يفتح")
-    assert "بحوّلك" in reply or "أحوّلك" in reply
+        app = await _Thread(svc, "u1", "LB").say("عندي مشكلة بالتطبيق ما عم يفتح")
+        late = await _Thread(svc, "u2", "KW").say("الطلب متأخر وما وصلني لليوم")
+    assert "بحوّلك" in app
+    # An order complaint without its number: sorry, the question, and a person.
+    assert late == " ".join((SAY("sorry", "gulf"), SAY("ask_order_number", "gulf"),
+                             SAY("offer_person", "gulf")))
 
 
 async def test_the_model_sees_the_threads_order_number(
