@@ -30,7 +30,7 @@ from majlis.models.types import Recalled, ResponderContext, ToolSpec
 from memory.facts import answered_number, thread_facts
 
 __all__ = ["SupportTurn", "advance", "business_text", "direct_reply", "follow_up",
-           "known_arguments", "known_facts_ar", "order_intent"]
+           "known_arguments", "known_facts_ar", "model_policy", "order_intent"]
 
 Say = Callable[..., str]
 
@@ -164,6 +164,24 @@ def known_facts_ar(known: Mapping[str, str]) -> list[str]:
     ``['رقم الطلب (ذكره العميل في هذه المحادثة): 48213']``."""
     return [f"{_FACT_LABELS_AR.get(k, k)} (ذكره العميل في هذه المحادثة): {v}"
             for k, v in known.items() if v]
+
+
+def model_policy(*, persona: str, order_missing: bool) -> str:
+    """The same support rules, told to a configured model (its system prompt's policy)."""
+    name = (f"- اسمك «{persona}» فقط؛ لا تدّعِ اسمًا غيره." if persona
+            else "- ليس لك اسم: لا تدّعِ اسمًا لنفسك.")
+    lines = [
+        "سياسة الدعم:",
+        name,
+        "- إذا سأل العميل عن اسمه فأجبه بصيغة المخاطب («اسمك …») من المعلومات المحفوظة.",
+        "- تهنئة المناسبة (رمضان، العيد، اليوم الوطني) قد تفتتح الرد، لكنها لا تغني أبدًا"
+        " عن الجواب أو الخطوة التالية.",
+        "- إن لم تجد الجواب فلا ترفض: اقترح خطوة تالية (توضيح السؤال أو التحويل إلى موظف).",
+        "- رقم الطلب والاسم وبيانات التواصل المذكورة في المحادثة استخدمها ولا تسأل عنها مجددًا.",
+    ]
+    if order_missing:
+        lines.append("- العميل يتكلم عن طلب ولم يذكر رقمه بعد: اطلب منه رقم الطلب.")
+    return "\n".join(lines)
 
 
 def known_arguments(spec: ToolSpec, known: Mapping[str, str]) -> dict[str, Any]:

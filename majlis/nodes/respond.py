@@ -85,6 +85,9 @@ class Respond:
                    *support.known_facts_ar(sup.known)],
             now_gregorian=turn["local_time"],
             now_hijri=f"{hd} {Hijri(hy, hm, hd).month_name('ar')} {hy}",
+            extra_policy=support.model_policy(
+                persona=tenant.profile.persona_name,
+                order_missing=bool(sup.state.get("awaiting"))),
         )
         history = [
             ChatMessage(role=m["role"], content=m["text"])

@@ -196,6 +196,21 @@ async def test_the_model_sees_the_threads_order_number(
         t = _Thread(svc, "u1", "KW")
         await t.say("طلبي رقم 48213 ما وصل")
         await t.say("وين صار طلبي؟")
+    first = openai_server.bodies[0]["messages"][0]["content"]
     system = openai_server.bodies[1]["messages"][0]["content"]
     assert "48213" in system
+    assert "لا تدّعِ اسمًا غيره" in system  # the persona's name only
+    assert "اطلب منه رقم الطلب" not in first  # the number came with the complaint
     assert "tool_call" not in kinds(t.events)
+
+
+async def test_the_model_is_told_to_ask_for_a_missing_order_number(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    openai_server.push(ScriptedReply.text("أبشر، عطني رقم الطلب."))
+    async with run_service(model_base_url=openai_server.base_url,
+                           tenants={"default": {"persona_name": ""}}) as svc:
+        await _Thread(svc, "u1", "KW").say("ابي ارجع طلبي")
+    system = openai_server.bodies[0]["messages"][0]["content"]
+    assert "اطلب منه رقم الطلب" in system
+    assert "ليس لك اسم" in system
