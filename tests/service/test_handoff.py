@@ -199,3 +199,28 @@ async def test_a_slow_webhook_is_cut_off_and_the_handoff_holds(
                         .content_json)
     assert result["notified"] is False and "did not answer" in result["notify_error"]
     assert thread.handed_off
+
+
+async def test_release_during_a_running_turn_is_aborted(run_service) -> None:
+    from tests.fakes import ScriptedOpenAIServer, ScriptedReply
+
+    model = ScriptedOpenAIServer()
+    try:
+        model.push(ScriptedReply.text("أهلين"))
+        model.push(ScriptedReply.text(" ".join(["كلمة"] * 30), event_delay_s=0.2))
+        async with run_service(model_base_url=model.base_url) as svc:
+            first = await collect(svc.client.send("هلا", user_id="u1"))
+            thread_id = first[-1].thread_id
+            call = svc.client.send("اشرح لي سياسة الاسترجاع", user_id="u1",
+                                   thread_id=thread_id)
+            seen = []
+            async for event in call:
+                seen.append(event)
+                if event.HasField("text_delta"):  # the turn holds the lock now
+                    break
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await svc.client.release_handoff(thread_id, user_id="u1")
+            call.cancel()
+    finally:
+        model.close()
+    assert err.value.code() == grpc.StatusCode.ABORTED
