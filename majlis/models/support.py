@@ -29,7 +29,7 @@ from majlis import culture
 from majlis.models.types import Recalled, ResponderContext, ToolSpec
 from memory.facts import answered_number, thread_facts
 
-__all__ = ["SupportTurn", "advance", "business_text", "direct_reply", "follow_up",
+__all__ = ["ORDER", "SupportTurn", "advance", "business_text", "direct_reply", "follow_up",
            "known_arguments", "known_facts_ar", "model_policy", "order_intent"]
 
 Say = Callable[..., str]

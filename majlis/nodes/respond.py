@@ -128,6 +128,9 @@ class Respond:
                 "pending_approvals": held,
                 # Committed to the thread by the last node only (see majlis.state).
                 "support": sup.state,
+                # A bare «48213» answering our question: a fact the extractor cannot see.
+                "support_answered": ({support.ORDER: sup.known[support.ORDER]}
+                                     if sup.pending_request else {}),
                 "events": emit.events,
                 "reply": out.text,
                 "handoff": out.handoff,

@@ -88,11 +88,14 @@ async def test_a_number_given_after_being_asked_is_understood(run_service) -> No
         given = await t.say("48213")
         later = await t.say("شوكت يوصل طلبي؟")
         thread = await svc.client.get_thread(t.id, user_id="u1")
+        facts = await svc.app.store.user_records("default", "u1", limit=10)
     assert SAY("ask_order_number", "iraqi") in asked
     assert "48213" in given and SAY("ask_order_number", "iraqi") not in given
     assert "48213" in later
     assert [m.text for m in thread.messages if m.role == "user"] == [
         "اريد ارجع الطلب مالتي", "48213", "شوكت يوصل طلبي؟"]
+    # The answer is a memory too, masked like every number the extractor keeps.
+    assert [f.text for f in facts] == ["رقم الطلب ****13"]
 
 
 async def test_a_remembered_order_number_fills_the_tenants_tool(
