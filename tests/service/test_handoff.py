@@ -224,3 +224,24 @@ async def test_release_during_a_running_turn_is_aborted(run_service) -> None:
     finally:
         model.close()
     assert err.value.code() == grpc.StatusCode.ABORTED
+
+
+async def test_each_tenant_has_its_own_handoff_webhook(
+    run_service, webhook_server: WebhookServer
+) -> None:
+    from service import DiwaniyaClient
+
+    shop_url = webhook_server.route("/shop", WebhookReply(json_body={}))
+    async with run_service(api_keys={"k-shop": "shop", "k-bank": "bank"},
+                           tenants={"shop": {"handoff_webhook_url": shop_url}}) as svc:
+        async with DiwaniyaClient(svc.target, api_key="k-shop") as shop, \
+                DiwaniyaClient(svc.target, api_key="k-bank") as bank:
+            shop_events = await collect(shop.send("حولني لموظف", user_id="u1", country="KW"))
+            bank_events = await collect(bank.send("حولني لموظف", user_id="u1", country="KW"))
+            bank_thread = await bank.get_thread(bank_events[-1].thread_id, user_id="u1")
+    assert "handoff" in kinds(shop_events) and "handoff" in kinds(bank_events)
+    assert [r.path for r in webhook_server.requests] == ["/shop"]
+    headers = {k.lower(): v for k, v in webhook_server.requests[0].headers.items()}
+    assert headers["x-diwaniya-tenant"] == "shop"
+    assert webhook_server.requests[0].json()["tenant"] == "shop"
+    assert bank_thread.handed_off  # no webhook configured: the handoff still holds
