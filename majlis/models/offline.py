@@ -12,6 +12,10 @@ composes, in this order:
      a partial match → one clarifying question; nothing at all → "I don't
      know" (it never invents facts);
    * frustration → an offer of a human; insistence → ``handoff_to_human``;
+   * support (majlis.models.support): «شنو اسمي؟» → «اسمك أحمد»; the bot's name
+     only from the persona; an order/return/complaint without its number asks
+     for it, one given earlier in the thread is reused (also as a tool argument);
+   * nothing else to say → "how can I help" (a greeting is never the whole reply);
 3. the Majlis closing (reply to thanks / farewell).
 
 Example, region ``gulf``, KB chunk «الدوام من الأحد إلى الخميس، من 8 صباحًا إلى 4 عصرًا.»:
