@@ -67,6 +67,13 @@ class ModelError(DiwaniyaError):
     """The language model failed in a way retries could not fix (→ UNAVAILABLE)."""
 
 
+class ModelUnavailable(ModelError):
+    """The model failed after its retries, so the turn was not run (→ UNAVAILABLE, retryable).
+
+    Nothing was added to the thread: the same message (same ``request_id``) can be sent again.
+    """
+
+
 class ConfigurationError(DiwaniyaError):
     """The operator's configuration is wrong; raised at start-up (→ FAILED_PRECONDITION)."""
 

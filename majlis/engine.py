@@ -103,6 +103,8 @@ class ThreadView:
     phase: str
     dialect: str
     usage: dict[str, float]
+    # Empty unless handed off to a person: reason, summary_ar, at (ISO), notified.
+    handoff: dict[str, Any] = field(default_factory=dict)
 
 
 class ConversationEngine:
@@ -416,8 +418,27 @@ class ConversationEngine:
                           dialect=m["dialect"], at=datetime.fromisoformat(m["at"]))
             for m in values.get("messages", [])
         ]
+        handoff = values.get("handoff") or {}
         return ThreadView(row=row, messages=messages, phase=values.get("phase", ""),
-                          dialect=values.get("dialect", ""), usage=values.get("usage") or {})
+                          dialect=values.get("dialect", ""), usage=values.get("usage") or {},
+                          handoff=handoff if handoff.get("active") else {})
+
+    async def release_handoff(self, tenant: str, user_id: str, thread_id: str) -> ThreadView:
+        """Give the thread back to the bot after a person took it over; idempotent.
+
+        Takes the thread's turn lock (reject policy, like delete): a turn running
+        now would otherwise commit its checkpoint over the release.
+        """
+        await self._owned(tenant, user_id, thread_id)
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        async with self._db.threads.lock(thread_id, policy="reject", wait_s=0):
+            values = (await self._graph.aget_state(config)).values or {}
+            if (values.get("handoff") or {}).get("active"):
+                # Written as the last node, like every thread field (see majlis.state).
+                await self._graph.aupdate_state(config, {"handoff": {
+                    "active": False, "released_at": self._clock.now().isoformat()}},
+                    as_node="remember")
+        return await self.get_thread(tenant, user_id, thread_id)
 
     async def list_threads(
         self, tenant: str, user_id: str, *, page_size: int = 20, page_token: str = ""

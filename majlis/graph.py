@@ -1,4 +1,8 @@
-"""The conversation graph: analyse → phase → recall → respond → remember."""
+"""The conversation graph: analyse → phase → recall → respond → remember.
+
+While the thread is handed off to a person, phase → hold → remember instead
+(an acknowledgement; no knowledge base, no model).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 import nlp
-from majlis.nodes import Analyse, PhaseNode, Recall, Remember, Respond
+from majlis.nodes import Analyse, Hold, PhaseNode, Recall, Remember, Respond, handed_off
 from majlis.nodes.respond import RegistryFactory
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
@@ -39,10 +43,16 @@ def build_graph(
     graph.add_node("recall", Recall(deps.store))
     graph.add_node("respond", Respond(deps.tenants, deps.tools))
     graph.add_node("remember", Remember(deps.store, deps.extractor))
+    graph.add_node("hold", Hold())
     graph.add_edge(START, "analyse")
     graph.add_edge("analyse", "phase")
-    graph.add_edge("phase", "recall")
+    graph.add_conditional_edges("phase", _after_phase, {"hold": "hold", "recall": "recall"})
+    graph.add_edge("hold", "remember")
     graph.add_edge("recall", "respond")
     graph.add_edge("respond", "remember")
     graph.add_edge("remember", END)
     return graph.compile(checkpointer=checkpointer)
+
+
+def _after_phase(state: ThreadState) -> str:
+    return "hold" if handed_off(state) else "recall"

@@ -2,7 +2,7 @@
 
 Invariants:
 * Only the last node of a turn (``remember``) writes thread-level fields:
-  ``messages`` (append-only), phase, dialect, usage. Earlier nodes write only
+  ``messages`` (append-only), phase, dialect, usage, handoff. Earlier nodes write only
   into ``turn``. A turn that fails or is cancelled half-way may leave a
   checkpoint behind, but it differs from the last good one only in ``turn``,
   which the next turn's input replaces — never half a turn in the thread.
@@ -12,6 +12,9 @@ Invariants:
   written in the same fenced commit as the checkpoint (docs/fencing.md).
   Checkpoints from before that still carry a ``completed`` channel, which is
   simply no longer read.
+* ``handoff`` is set by the turn whose ``handoff_to_human`` ran (``active``,
+  ``reason``, ``summary_ar``, ``at``, ``notified``) and cleared by
+  ``ReleaseHandoff``; while active, turns are acknowledged, not answered.
 """
 
 from __future__ import annotations
@@ -47,6 +50,11 @@ class ThreadState(TypedDict, total=False):
     gender: str | None
     last_user_at: str
     usage: dict[str, float]
+    # {known: {slot: value as typed}, awaiting: slot asked for, pending: the request
+    # waiting for it}; see majlis.models.support. Thread-scoped: deleted with the thread.
+    support: dict[str, Any]
+    # {active, reason, summary_ar, at, notified, notify_error}; see majlis.nodes.handoff.
+    handoff: dict[str, Any]
     # Tool calls held for the caller's approval: call_id → {name, arguments_json, ...}.
     pending_approvals: Annotated[dict[str, Any], merge_pending]
     turn: Annotated[dict[str, Any], merge_turn]

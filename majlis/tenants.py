@@ -26,6 +26,11 @@ class Tenant:
     model: ChatModel
     prices: Pricing | None = None
     tools: tuple[Tool, ...] = ()  # the tenant's own webhook tools (its backends)
+    # Answers when ``model`` fails after its retries (on_model_failure="offline");
+    # None: the turn fails UNAVAILABLE and nothing is saved.
+    fallback: ChatModel | None = None
+    # Told once per handoff to a person (a POST with the reason and Arabic summary).
+    handoff_webhook: Tool | None = None
 
 
 @dataclass(frozen=True)

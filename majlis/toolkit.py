@@ -64,7 +64,9 @@ class TurnTools:
                 dialect=turn.get("dialect", ""), phase=turn.get("phase", ""),
                 open_request=turn["text"], sentiment=sentiment, facts=facts)
 
+        config = self._tenants(tenant)
+        notify = config.handoff_webhook.run if config.handoff_webhook is not None else None
         builtins: list[Tool] = [kb_search_tool(search), remember_fact_tool(remember),
-                                handoff_tool(summarise)]
-        webhooks = self._tenants(tenant).tools
+                                handoff_tool(summarise, notify)]
+        webhooks = config.tools
         return ToolRegistry([*builtins, *webhooks], keys=_cached_keys)

@@ -4,8 +4,15 @@ The :class:`FactExtractor` protocol is the seam: the model layer can swap in
 a better extractor; :class:`RuleFactExtractor` is the offline default.  It
 recognises, across dialects, a name ("اسمي محمد", "esmi Ahmed", "my name is
 Sara"), a preferred form of address ("ناديني ابو فهد", "call me Abu Fahad"),
-order/account/phone numbers (stored MASKED: only the last digits survive,
-e.g. ``****4821``) and simple preferences ("افضل التواصل بالواتساب").
+order/account/phone numbers and e-mail addresses (stored MASKED: only the
+last digits survive, e.g. ``****4821``, ``s***@example.com``) and simple
+preferences ("افضل التواصل بالواتساب").
+
+:func:`thread_facts` is the other half: the same rules, but the values as
+typed, for the *thread's* own use (an order number must be reusable in the
+next reply: «طلبي رقم 48213 ما وصل» → ``{"order_number": "48213"}``). Those
+live in the thread's checkpoint — next to the message they came from — never
+in the long-term memory store.
 
 Rules run on a lightly cleaned copy (harakat U+064B–U+0652 and tatweel
 U+0640 removed, so "اسمِي" matches) and take values from that copy.
@@ -20,7 +27,8 @@ from typing import Protocol
 
 from memory.records import Kind, NewRecord
 
-__all__ = ["ExtractedFact", "FactExtractor", "RuleFactExtractor", "mask_number"]
+__all__ = ["ExtractedFact", "FactExtractor", "RuleFactExtractor", "answered_number",
+           "mask_email", "mask_number", "thread_facts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +97,7 @@ _ADDRESS_CUE = re.compile(
 # Cue words before a number, captured as written ("رقم طلبي", "order #").
 _NUMBER_CUE = re.compile(
     rf"(?P<cue>رقم\s+(?:ال)?(?P<ar>طلب|{_A}وردر|حساب|عميل|شحن|شحنة|فاتورة|جوال|موبايل|تلفون|هاتف|"
-    rf"تليفون|بطاقة|ايبان|{_A}يبان)(?:ي|ية|ه)?|(?:ال)?طلب\s+رقم|"
+    rf"تليفون|بطاقة|ايبان|{_A}يبان)(?:ي|ية|ه)?|(?:ال)?طلب(?:ي|يتي|ية)?\s+رقم|"
     r"(?i:order|account|tracking|customer|invoice|phone)\s*(?:number|no\.?|#|num)?)"
     rf"\s*[:#]?\s*(?P<num>(?:{_DIGIT}[\s-]?){{4,24}}{_DIGIT})",
 )
@@ -103,6 +111,11 @@ _NUMBER_SLOTS = {
     "جوال": "phone_number", "موبايل": "phone_number", "تلفون": "phone_number",
     "هاتف": "phone_number", "تليفون": "phone_number", "phone": "phone_number",
 }
+_EMAIL = re.compile(r"(?<![\w.+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@"
+                    r"([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})(?![\w-])")
+# A reply that is (almost) only a number: «48213», «رقمه ٤٨٢١٣», «هذا هو 48213».
+_BARE_NUMBER = re.compile(rf"^\W*(?:[\u0621-\u064A]+\s+){{0,3}}"
+                          rf"(?P<num>(?:{_DIGIT}[\s-]?){{3,24}}{_DIGIT})\W*$")
 # "I prefer / I like" across dialects: MSA افضل/احب, Levantine بفضل/بحب,
 # Maghrebi نفضل/نحب; English "I prefer".  Any clause after these is a preference.
 _PREFER_CUE = re.compile(
@@ -133,6 +146,9 @@ _LANGUAGES = (
     ("en", re.compile(rf"(?:بال|ب)?{_A}نجليزي|{_A}نقليزي|(?i:\benglish\b)")),
     ("ar", re.compile(r"(?:بال)عربي|(?i:\barabic\b)")),
 )
+# Question words after «اسمي»: «اسمي ايه؟» asks for the name, it does not give one.
+_NOT_NAMES = frozenset({"ايه", "إيه", "اي", "أي", "شنو", "شو", "وش", "ايش", "إيش", "شنهو",
+                        "شسمه", "مين", "منو", "شكون", "واش", "اش", "ماهو", "هو", "هي"})
 # Clause endings inside a captured name: "محمد ورقم طلبي …" stops before "ورقم".
 _NAME_STOP = re.compile(r"^(?:و|ف)\S*$")
 
@@ -145,6 +161,26 @@ def mask_number(raw: str) -> str:
     """
     digits = re.sub(r"\D", "", raw.translate(_TO_ASCII))
     return "****" + (digits[-4:] if len(digits) >= 6 else digits[-2:])
+
+
+def _asks(m: re.Match[str]) -> bool:
+    """«اسمي ايه؟» / «شنو اسمي؟»: a question about the name, not a name."""
+    return bool(m["ar"]) and m["ar"].split()[0] in _NOT_NAMES
+
+
+def _number_slot(m: re.Match[str]) -> str:
+    """«رقم طلبي» / «طلبي رقم» / «order #» → 'order_number'."""
+    what = (m["ar"] or m["cue"].split()[0]).lower().lstrip("#")
+    what = what[2:] if what.startswith("ال") else what
+    if what.startswith("طلب"):
+        what = "طلب"  # طلبي، طلبيتي، طلبية
+    return _NUMBER_SLOTS.get(what, "reference_number")
+
+
+def mask_email(address: str) -> str:
+    """«sara.k@example.com» → 's***@example.com': enough to recognise, not to write to."""
+    local, _, domain = address.partition("@")
+    return f"{local[:1]}***@{domain}"
 
 
 def _name_value(words: list[str]) -> str:
@@ -169,6 +205,8 @@ class RuleFactExtractor:
         clean = _MARKS.sub("", text)
         found: list[tuple[int, ExtractedFact]] = []
         for m in _NAME_CUE.finditer(clean):
+            if _asks(m):
+                continue
             value = _name_value(m["ar"].split()) if m["ar"] else m["lat"].strip()
             found.append((m.start(), ExtractedFact(Kind.FACT, "name", value, f"اسمي {value}")))
         for m in _ADDRESS_CUE.finditer(clean):
@@ -176,12 +214,14 @@ class RuleFactExtractor:
             found.append((m.start(), ExtractedFact(
                 Kind.PREFERENCE, "address_as", value, f"ناديني {value}")))
         for m in _NUMBER_CUE.finditer(clean):
-            what = (m["ar"] or m["cue"].split()[0]).lower().lstrip("#")
-            what = what[2:] if what.startswith("ال") else what
-            slot = _NUMBER_SLOTS.get(what, "reference_number")
+            slot = _number_slot(m)
             masked = mask_number(m["num"])
             found.append((m.start(), ExtractedFact(
                 Kind.FACT, slot, masked, f"{' '.join(m['cue'].split())} {masked}")))
+        for m in _EMAIL.finditer(clean):
+            masked = mask_email(m.group())
+            found.append((m.start(), ExtractedFact(Kind.FACT, "email", masked,
+                                                   f"ايميلي {masked}")))
         for m in _PREFER_CUE.finditer(clean):
             said = " ".join(m.group().split())
             if m["neg"]:  # "ما احب الاتصال": worth keeping, but as said, not as a channel
@@ -225,3 +265,39 @@ def _preferences(clause: str, said: str, *, strong: bool) -> list[ExtractedFact]
     if not strong or re.search(_DIGIT, clause):
         return []  # a request, or a number that must never be stored raw
     return [ExtractedFact(Kind.PREFERENCE, "preference", clause, said)]
+
+
+def answered_number(text: str) -> str | None:
+    """The number in a message that is only a number (an answer to «what is your order
+    number?»), as ASCII digits: «رقمه ٤٨٢١٣» → '48213'; «ابي ارجع 3 قطع» → None."""
+    m = _BARE_NUMBER.match(_MARKS.sub("", text).strip())
+    return re.sub(r"\D", "", m["num"].translate(_TO_ASCII)) if m else None
+
+
+def thread_facts(text: str, *, awaiting: str = "") -> dict[str, str]:
+    """Facts a message gives, as typed, for the thread: slot → value.
+
+    ``awaiting`` names the slot the previous reply asked for; a bare number then
+    fills it (the customer answered the question).
+
+    >>> thread_facts("اسمي احمد ورقم طلبي ٤٨٢١٣")
+    {'name': 'احمد', 'order_number': '48213'}
+    >>> thread_facts("48213", awaiting="order_number")
+    {'order_number': '48213'}
+    """
+    clean = _MARKS.sub("", text)
+    out: dict[str, str] = {}
+    for m in _NAME_CUE.finditer(clean):
+        if _asks(m):
+            continue
+        out.setdefault("name", _name_value(m["ar"].split()) if m["ar"] else m["lat"].strip())
+    for m in _NUMBER_CUE.finditer(clean):
+        slot = _number_slot(m)
+        out.setdefault(slot, re.sub(r"\D", "", m["num"].translate(_TO_ASCII)))
+    for m in _EMAIL.finditer(clean):
+        out.setdefault("email", m.group())
+    if awaiting and awaiting not in out:
+        number = answered_number(clean)
+        if number is not None:
+            out[awaiting] = number
+    return out

@@ -115,7 +115,30 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
     if webhooks is None:
         webhooks = load_webhooks(t.tools_file or settings.tools_file)
     tools = tuple(WebhookTool(cfg, http, secrets=secrets) for cfg in webhooks)
-    return Tenant(profile, calendar, model, config.pricing() if config else None, tools)
+    # Only a configured model can fail; the offline responder is its own fallback.
+    on_failure = _first(t.on_model_failure, settings.on_model_failure)
+    fallback = (OfflineResponder(keys=nlp.search_keys)
+                if config is not None and on_failure == "offline" else None)
+    return Tenant(profile, calendar, model, config.pricing() if config else None, tools,
+                  fallback=fallback, handoff_webhook=handoff_webhook(settings, t, http, secrets))
+
+
+def handoff_webhook(settings: Settings, tenant: TenantSettings, http: httpx.AsyncClient,
+                    secrets: Mapping[str, str] | None) -> WebhookTool | None:
+    """The tenant's handoff webhook (its own, else the service-wide one), or None."""
+    own = tenant.handoff_webhook_url is not None
+    url = tenant.handoff_webhook_url if own else settings.handoff_webhook_url
+    if url is None:
+        return None
+    header = tenant.handoff_webhook_auth_header if own else settings.handoff_webhook_auth_header
+    secret_env = (tenant.handoff_webhook_secret_env if own
+                  else settings.handoff_webhook_secret_env)
+    config = WebhookToolConfig(
+        name="handoff_webhook", description_ar="إشعار بتحويل محادثة إلى موظف",
+        url=url, method="POST",
+        timeout_s=_first(tenant.handoff_webhook_timeout_s, settings.handoff_webhook_timeout_s),
+        auth_header_name=header, auth_secret_env=secret_env)
+    return WebhookTool(config, http, secrets=secrets)
 
 
 def load_webhooks(path: Path | None) -> list[WebhookToolConfig]:

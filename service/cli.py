@@ -1,4 +1,4 @@
-"""``diwaniya``: serve, migrate, chat, kb.
+"""``diwaniya``: serve, migrate, chat, thread release, kb.
 
 >>> main(["chat", "--once", "السلام عليكم", "--json"])   # doctest: +SKIP
 {"thread_id": "…", "turn_id": "…", "seq": 1, "turn_started": {…}}
@@ -43,6 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--target", default="", help="HOST:PORT of the server")
     chat.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
     chat.add_argument("--json", action="store_true", help="print every event as one JSON line")
+
+    thread = sub.add_parser("thread", help="manage a thread on a running server")
+    thsub = thread.add_subparsers(dest="thread_command", required=True)
+    release = thsub.add_parser("release", help="give a handed-off thread back to the bot")
+    release.add_argument("--thread", required=True, help="the thread id")
+    release.add_argument("--user", required=True, help="the thread's user id")
+    release.add_argument("--target", default="", help="HOST:PORT of the server")
+    release.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
 
     kb = sub.add_parser("kb", help="manage a tenant's knowledge base")
     kbsub = kb.add_subparsers(dest="kb_command", required=True)
@@ -119,6 +127,24 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
                           country=args.country, timezone=args.timezone)
 
 
+async def _thread(settings: Settings, args: argparse.Namespace) -> int:
+    """``diwaniya thread release --thread T --user U`` → one JSON line with the thread's state."""
+    import grpc
+
+    from service.client import DiwaniyaClient
+
+    target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
+    async with DiwaniyaClient(target, api_key=args.api_key) as client:
+        try:
+            view = await client.release_handoff(args.thread, user_id=args.user)
+        except grpc.aio.AioRpcError as exc:
+            print(f"diwaniya: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            return 2
+    print(json.dumps({"thread_id": view.thread_id, "handed_off": view.handed_off,
+                      "messages": len(view.messages)}, ensure_ascii=False))
+    return 0
+
+
 async def _kb(settings: Settings, args: argparse.Namespace) -> int:
     from memory import kb, open_store
     from service.app import search_key_function
@@ -166,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "chat":
             return asyncio.run(_chat(settings, args))
+        if args.command == "thread":
+            return asyncio.run(_thread(settings, args))
         return asyncio.run(_kb(settings, args))
     except DiwaniyaError as exc:
         print(f"diwaniya: {exc.message}", file=sys.stderr)

@@ -93,6 +93,12 @@ class DiwaniyaClient:
         return await self._stub.DeleteThread(
             pb.DeleteThreadRequest(thread_id=thread_id, user_id=user_id), metadata=self._metadata)
 
+    async def release_handoff(self, thread_id: str, *, user_id: str) -> pb.Thread:
+        """Give a handed-off thread back to the bot; returns the thread."""
+        return await self._stub.ReleaseHandoff(
+            pb.ReleaseHandoffRequest(thread_id=thread_id, user_id=user_id),
+            metadata=self._metadata)
+
     async def health(self, service: str = "") -> str:
         stub = health_pb2_grpc.HealthStub(self._channel)
         reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)

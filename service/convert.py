@@ -100,7 +100,8 @@ def error_event(
 
 def thread(view: ThreadView) -> pb.Thread:
     row = view.row
-    return pb.Thread(
+    handoff = view.handoff
+    out = pb.Thread(
         thread_id=row.thread_id, user_id=row.user_id, phase=view.phase, dialect=view.dialect,
         created_at=timestamp(row.created_at), updated_at=timestamp(row.updated_at),
         prompt_tokens=int(view.usage.get("prompt_tokens", 0)),
@@ -111,7 +112,12 @@ def thread(view: ThreadView) -> pb.Thread:
                        dialect=m.dialect, created_at=timestamp(m.at))
             for m in view.messages
         ],
+        handed_off=bool(handoff), handoff_reason=handoff.get("reason", ""),
+        handoff_summary_ar=handoff.get("summary_ar", ""),
     )
+    if handoff.get("at"):
+        out.handed_off_at.CopyFrom(timestamp(datetime.fromisoformat(handoff["at"])))
+    return out
 
 
 def summary(row: ThreadRow) -> pb.ThreadSummary:

@@ -18,6 +18,7 @@ _STATUS: tuple[tuple[type[errors.DiwaniyaError], grpc.StatusCode], ...] = (
     (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
+    (errors.ModelUnavailable, grpc.StatusCode.UNAVAILABLE),
     (errors.ModelError, grpc.StatusCode.UNAVAILABLE),
     (errors.ConfigurationError, grpc.StatusCode.FAILED_PRECONDITION),
 )
@@ -28,6 +29,16 @@ def status_for(exc: errors.DiwaniyaError) -> grpc.StatusCode:
         if isinstance(exc, cls):
             return code
     return grpc.StatusCode.INTERNAL
+
+
+# Statuses a caller may simply retry (same request_id): nothing was saved.
+_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
+                        grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED})
+
+
+def is_retryable(exc: errors.DiwaniyaError) -> bool:
+    """True when sending the same message again may succeed (``Error.retryable``)."""
+    return status_for(exc) in _RETRYABLE
 
 
 def error_code(exc: errors.DiwaniyaError) -> str:

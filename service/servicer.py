@@ -17,7 +17,7 @@ from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from majlis.engine import ConversationEngine
 from service import convert
 from service.auth import ApiKeyAuth
-from service.errors import error_code, status_for
+from service.errors import error_code, is_retryable, status_for
 
 log = logging.getLogger("diwaniya.service")
 T = TypeVar("T")
@@ -111,7 +111,8 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
                         thread_id = envelope.thread_id
                         out.put_nowait(convert.turn_event(envelope))
             except DiwaniyaError as exc:
-                out.put_nowait(convert.error_event(thread_id, error_code(exc), exc.message))
+                out.put_nowait(convert.error_event(thread_id, error_code(exc), exc.message,
+                                                   retryable=is_retryable(exc)))
             except asyncio.CancelledError:
                 out.put_nowait(convert.error_event(
                     thread_id, "cancelled",
@@ -199,5 +200,14 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         async def call(tenant: str) -> pb.DeleteThreadResponse:
             erased = await self._engine.delete_thread(tenant, request.user_id, request.thread_id)
             return pb.DeleteThreadResponse(deleted=True, memories_erased=erased)
+
+        return await self._unary(context, call)
+
+    async def ReleaseHandoff(
+        self, request: pb.ReleaseHandoffRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Thread:
+        async def call(tenant: str) -> pb.Thread:
+            view = await self._engine.release_handoff(tenant, request.user_id, request.thread_id)
+            return convert.thread(view)
 
         return await self._unary(context, call)

@@ -36,6 +36,12 @@ class TenantSettings(BaseModel):
     model_price_completion_per_1k: float | None = Field(default=None, ge=0)
     # The tenant's own webhook tools (JSON list); unset: the service-wide tools_file.
     tools_file: Path | None = None
+    on_model_failure: Literal["error", "offline"] | None = None
+    handoff_webhook_url: str | None = Field(default=None, pattern=r"^https?://")
+    handoff_webhook_timeout_s: float | None = Field(default=None, gt=0, le=60)
+    handoff_webhook_auth_header: str | None = None
+    # The name of an environment variable holding the webhook's secret.
+    handoff_webhook_secret_env: str | None = None
 
 
 class Settings(BaseSettings):
@@ -108,6 +114,15 @@ class Settings(BaseSettings):
     # JSON list of webhook tool declarations (majlis.tools.WebhookToolConfig);
     # their auth secrets are named by ``auth_secret_env`` and read from the environment.
     tools_file: Path | None = None
+    # When the model fails after its retries: "error" fails the turn UNAVAILABLE
+    # (nothing saved, the caller retries); "offline" answers with the offline responder.
+    on_model_failure: Literal["error", "offline"] = "error"
+
+    # --- handoff to a person: POSTed once per handoff (JSON: thread, reason, summary) ---
+    handoff_webhook_url: str | None = Field(default=None, pattern=r"^https?://")
+    handoff_webhook_timeout_s: float = Field(default=5.0, gt=0, le=60)
+    handoff_webhook_auth_header: str | None = None
+    handoff_webhook_secret_env: str | None = None
 
     # --- observability: "console" prints one line per finished span (turns) ---
     traces: Literal["off", "console"] = "off"

@@ -632,6 +632,10 @@ class Thread(_message.Message):
     PROMPT_TOKENS_FIELD_NUMBER: _builtins.int
     COMPLETION_TOKENS_FIELD_NUMBER: _builtins.int
     COST_USD_FIELD_NUMBER: _builtins.int
+    HANDED_OFF_FIELD_NUMBER: _builtins.int
+    HANDOFF_REASON_FIELD_NUMBER: _builtins.int
+    HANDOFF_SUMMARY_AR_FIELD_NUMBER: _builtins.int
+    HANDED_OFF_AT_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     user_id: _builtins.str
     phase: _builtins.str
@@ -639,12 +643,20 @@ class Thread(_message.Message):
     prompt_tokens: _builtins.int
     completion_tokens: _builtins.int
     cost_usd: _builtins.float
+    handed_off: _builtins.bool
+    """Set by handoff_to_human until ReleaseHandoff: turns meanwhile get a short
+    acknowledgement (a colleague will reply) instead of bot answers.
+    """
+    handoff_reason: _builtins.str
+    handoff_summary_ar: _builtins.str
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Message]: ...
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
     def updated_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def handed_off_at(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
         self,
         *,
@@ -658,14 +670,40 @@ class Thread(_message.Message):
         prompt_tokens: _builtins.int = ...,
         completion_tokens: _builtins.int = ...,
         cost_usd: _builtins.float = ...,
+        handed_off: _builtins.bool = ...,
+        handoff_reason: _builtins.str = ...,
+        handoff_summary_ar: _builtins.str = ...,
+        handed_off_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "updated_at", b"updated_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "handed_off_at", b"handed_off_at", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["completion_tokens", b"completion_tokens", "cost_usd", b"cost_usd", "created_at", b"created_at", "dialect", b"dialect", "messages", b"messages", "phase", b"phase", "prompt_tokens", b"prompt_tokens", "thread_id", b"thread_id", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["completion_tokens", b"completion_tokens", "cost_usd", b"cost_usd", "created_at", b"created_at", "dialect", b"dialect", "handed_off", b"handed_off", "handed_off_at", b"handed_off_at", "handoff_reason", b"handoff_reason", "handoff_summary_ar", b"handoff_summary_ar", "messages", b"messages", "phase", b"phase", "prompt_tokens", b"prompt_tokens", "thread_id", b"thread_id", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Thread: _TypeAlias = Thread  # noqa: Y015
+
+@_typing.final
+class ReleaseHandoffRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    user_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReleaseHandoffRequest: _TypeAlias = ReleaseHandoffRequest  # noqa: Y015
 
 @_typing.final
 class GetThreadRequest(_message.Message):

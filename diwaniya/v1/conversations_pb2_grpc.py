@@ -64,6 +64,11 @@ class ConversationsStub:
                 request_serializer=diwaniya_dot_v1_dot_conversations__pb2.DeleteThreadRequest.SerializeToString,
                 response_deserializer=diwaniya_dot_v1_dot_conversations__pb2.DeleteThreadResponse.FromString,
                 _registered_method=True)
+        self.ReleaseHandoff = channel.unary_unary(
+                '/diwaniya.v1.Conversations/ReleaseHandoff',
+                request_serializer=diwaniya_dot_v1_dot_conversations__pb2.ReleaseHandoffRequest.SerializeToString,
+                response_deserializer=diwaniya_dot_v1_dot_conversations__pb2.Thread.FromString,
+                _registered_method=True)
 
 
 class ConversationsServicer:
@@ -111,6 +116,13 @@ class ConversationsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReleaseHandoff(self, request, context):
+        """Gives a handed-off thread back to the bot (idempotent); returns the thread.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConversationsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -143,6 +155,11 @@ def add_ConversationsServicer_to_server(servicer, server):
                     servicer.DeleteThread,
                     request_deserializer=diwaniya_dot_v1_dot_conversations__pb2.DeleteThreadRequest.FromString,
                     response_serializer=diwaniya_dot_v1_dot_conversations__pb2.DeleteThreadResponse.SerializeToString,
+            ),
+            'ReleaseHandoff': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseHandoff,
+                    request_deserializer=diwaniya_dot_v1_dot_conversations__pb2.ReleaseHandoffRequest.FromString,
+                    response_serializer=diwaniya_dot_v1_dot_conversations__pb2.Thread.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -307,6 +324,33 @@ class Conversations:
             '/diwaniya.v1.Conversations/DeleteThread',
             diwaniya_dot_v1_dot_conversations__pb2.DeleteThreadRequest.SerializeToString,
             diwaniya_dot_v1_dot_conversations__pb2.DeleteThreadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseHandoff(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/diwaniya.v1.Conversations/ReleaseHandoff',
+            diwaniya_dot_v1_dot_conversations__pb2.ReleaseHandoffRequest.SerializeToString,
+            diwaniya_dot_v1_dot_conversations__pb2.Thread.FromString,
             options,
             channel_credentials,
             insecure,

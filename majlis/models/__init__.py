@@ -1,5 +1,6 @@
 """The model layer: hosted/self-hosted models, the offline responder, the turn loop."""
 
+from majlis.models import support
 from majlis.models.config import ModelConfig, Pricing
 from majlis.models.keys import KeyFunction, fallback_search_keys
 from majlis.models.offline import OfflineResponder
@@ -38,4 +39,5 @@ __all__ = [
     "ToolSpec",
     "UsageReport",
     "fallback_search_keys",
+    "support",
 ]

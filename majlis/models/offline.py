@@ -12,6 +12,10 @@ composes, in this order:
      a partial match → one clarifying question; nothing at all → "I don't
      know" (it never invents facts);
    * frustration → an offer of a human; insistence → ``handoff_to_human``;
+   * support (majlis.models.support): «شنو اسمي؟» → «اسمك أحمد»; the bot's name
+     only from the persona; an order/return/complaint without its number asks
+     for it, one given earlier in the thread is reused (also as a tool argument);
+   * nothing else to say → "how can I help" (a greeting is never the whole reply);
 3. the Majlis closing (reply to thanks / farewell).
 
 Example, region ``gulf``, KB chunk «الدوام من الأحد إلى الخميس، من 8 صباحًا إلى 4 عصرًا.»:
@@ -23,8 +27,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from majlis.models import support
 from majlis.models.extract import Extract, best_extract
 from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys, stop_keys_for
 from majlis.models.phrases import PhraseBook
@@ -103,26 +109,43 @@ class OfflineResponder:
             parts.append(say("handoff_started"))
             extras.append(_call(request, HANDOFF_TOOL, {"reason": _handoff_reason(ctx)}))
             return _join(parts), extras
-        call, missing = self._match_tool(ctx.user_text, request.tools)
+        direct = support.direct_reply(ctx, say)
+        if direct is not None:  # «شنو اسمي؟» → «اسمك أحمد», never «اسمي أحمد»
+            return _join([*parts, direct, say("how_can_i_help"), ctx.closing]), extras
+        # A bare «48213» after we asked: the business is the request it completes.
+        asked = ctx.pending_request or support.business_text(ctx.user_text)
+        call, missing = self._match_tool(asked, request.tools, known=ctx.known)
         if call is not None:
             extras.append(_call(request, call[0], call[1]))
             return _join(parts), extras
+        business = False
         if missing is not None:
             parts.append(say("need_param", what=missing))
+            business = True
         offered_handoff = False
-        if missing is None and ctx.is_request:
-            answer = self._answer(ctx, extras)
-            if ctx.complaint and not extras:
+        if missing is None and (ctx.is_request or ctx.order_intent):
+            # The knowledge base answers from documents only: a user's own fact
+            # quoted back would speak in their first person.
+            docs = tuple(r for r in ctx.recalled if r.kind == "document")
+            answer = self._answer(replace(ctx, user_text=asked, recalled=docs), extras)
+            if ctx.complaint and not extras and not ctx.order_intent:
                 # A problem we hold no article for: say sorry, ask what exactly
                 # happens, and offer a person — never "I don't know" to a complaint.
                 answer, offered_handoff = say("complaint_details"), True
+            answer = support.follow_up(ctx, answer, answered=bool(extras), say=say)
+            offered_handoff = offered_handoff or (ctx.order_intent and not extras
+                                                  and ("order_number" in ctx.known
+                                                       or ctx.complaint))
             parts.append(answer)
+            business = True
         if (ctx.frustrated or ctx.insists) and not offered_handoff:
             parts.append(say("handoff_offer"))
+            business = True
+        # A greeting (seasonal or not) opens a reply but is never all of it.
+        if not business and not ctx.closing:
+            parts.append(say("how_can_i_help"))
         if ctx.closing:
             parts.append(ctx.closing)
-        if not parts:
-            parts.append(say("how_can_i_help"))
         return _join(parts), extras
 
     def _say(self, region: str) -> Any:
@@ -155,7 +178,7 @@ class OfflineResponder:
         return say("dont_know")
 
     def _match_tool(
-        self, text: str, tools: Sequence[ToolSpec]
+        self, text: str, tools: Sequence[ToolSpec], *, known: Mapping[str, str] | None = None
     ) -> tuple[tuple[str, dict[str, Any]] | None, str | None]:
         """(tool name, extracted arguments) for the best matching tool, else the
         description of a missing required parameter of a matching tool."""
@@ -177,7 +200,9 @@ class OfflineResponder:
         if best is None:
             return None, None
         spec = best[2]
-        arguments = _extract_arguments(text, spec)
+        # What the thread already knows fills in what this message leaves out.
+        arguments = {**support.known_arguments(spec, known or {}),
+                     **_extract_arguments(text, spec)}
         required = [str(r) for r in spec.parameters.get("required", ())]
         missing = [r for r in required if r not in arguments]
         if missing:

@@ -4,8 +4,8 @@
 fallback for a region the table does not know, so a new region can be added
 phrase by phrase without breaking anything.
 
-    >>> PhraseBook.load().say("dont_know", "levantine")
-    'ما عندي معلومات عن هيدا للأسف، وما بدي خمّن.'
+    >>> PhraseBook.load().say("ask_order_number", "levantine")
+    'فيك تعطيني رقم الطلب لتابعلك ياه؟'
 """
 
 from __future__ import annotations

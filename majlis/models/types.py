@@ -102,6 +102,13 @@ class ResponderContext:
     frustrated: bool = False
     insists: bool = False
     recalled: tuple[Recalled, ...] = ()
+    # Support (majlis.models.support): what the thread knows, as typed (order_number,
+    # name…); the tenant persona's name ("" = none, the bot claims no name); whether
+    # this is an order matter; the request a bare «48213» answers ("" otherwise).
+    known: Mapping[str, str] = field(default_factory=dict)
+    persona: str = ""
+    order_intent: bool = False
+    pending_request: str = ""
 
 
 @dataclass(frozen=True, slots=True)

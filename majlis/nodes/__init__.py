@@ -6,9 +6,10 @@ on its own with a hand-built state.
 """
 
 from majlis.nodes.analyse import Analyse
+from majlis.nodes.handoff import Hold, handed_off
 from majlis.nodes.phase import PhaseNode
 from majlis.nodes.recall import Recall
 from majlis.nodes.remember import Remember
 from majlis.nodes.respond import Respond
 
-__all__ = ["Analyse", "PhaseNode", "Recall", "Remember", "Respond"]
+__all__ = ["Analyse", "Hold", "PhaseNode", "Recall", "Remember", "Respond", "handed_off"]

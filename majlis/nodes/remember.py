@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from majlis.nodes.handoff import handoff_record
 from majlis.state import ThreadState
-from memory import FactExtractor, MemoryStore, remember
+from memory import ExtractedFact, FactExtractor, Kind, MemoryStore, remember
+from memory.facts import mask_number
 
 
 class Remember:
@@ -29,6 +31,13 @@ class Remember:
         await remember(self._store, self._extractor, tenant=turn["tenant"],
                        user_id=turn["user_id"], message=turn["text"],
                        thread_id=turn["thread_id"], turn_id=turn["turn_id"])
+        answered = [ExtractedFact(Kind.FACT, slot, mask_number(value),
+                                  f"رقم الطلب {mask_number(value)}")
+                    for slot, value in (turn.get("support_answered") or {}).items()]
+        if answered:  # kept masked, like every number the extractor finds
+            await self._store.put([f.to_record(tenant=turn["tenant"], user_id=turn["user_id"],
+                                               thread_id=turn["thread_id"],
+                                               turn_id=turn["turn_id"]) for f in answered])
         meta = {"turn_id": turn["turn_id"], "phase": turn["phase"], "dialect": turn["dialect"],
                 "at": turn["at"]}
         messages = [
@@ -54,4 +63,9 @@ class Remember:
             "dialect_thread": turn["dialect_thread"],
             "pending_approvals": turn.get("pending_approvals") or {},
         }
+        if turn.get("support") is not None:
+            update["support"] = turn["support"]
+        handoff = handoff_record(turn.get("events", []), at=turn["at"])
+        if handoff is not None:
+            update["handoff"] = handoff
         return update

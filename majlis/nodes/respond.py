@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from hijridate import Hijri
 
+from diwaniya.errors import ModelUnavailable
 from majlis.models import (
     ChatMessage,
     ModelRequest,
     Recalled,
     ResponderContext,
+    support,
 )
 from majlis.nodes._emit import Emitter
 from majlis.prompt import compose_system_prompt
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
 from majlis.tools import ToolContext, ToolRegistry, run_model_turn
+
+log = logging.getLogger("diwaniya.majlis")
 
 # How many past messages the model sees besides the system prompt.
 HISTORY_MESSAGES = 12
@@ -50,6 +55,10 @@ class Respond:
             for r in turn.get("recalled", [])
         )
         cues = turn.get("cues", {})
+        # Order numbers, names… given in this thread, as typed, reused by both paths.
+        sup = support.advance(state.get("support"), turn["text"],
+                              complaint=bool(cues.get("complaint")),
+                              request=bool(cues.get("request")))
         context = ResponderContext(
             user_text=turn["text"],
             region=turn["tone"]["register"],
@@ -61,6 +70,10 @@ class Respond:
             frustrated=bool(cues.get("frustration")),
             insists=bool(cues.get("insistence")),
             recalled=recalled,
+            known=sup.known,
+            persona=tenant.profile.persona_name,
+            order_intent=sup.order_intent,
+            pending_request=sup.pending_request,
         )
         hy, hm, hd = turn["hijri"]
         system = compose_system_prompt(
@@ -70,9 +83,13 @@ class Respond:
             # dialect: REGISTER_MSA or an unsure thread must not say "reply in X".
             region=turn["tone"]["register"],
             recalled=[r for r in recalled if r.kind == "document"],
-            facts=[r.text for r in recalled if r.kind != "document"],
+            facts=[*(r.text for r in recalled if r.kind != "document"),
+                   *support.known_facts_ar(sup.known)],
             now_gregorian=turn["local_time"],
             now_hijri=f"{hd} {Hijri(hy, hm, hd).month_name('ar')} {hy}",
+            extra_policy=support.model_policy(
+                persona=tenant.profile.persona_name,
+                order_missing=bool(sup.state.get("awaiting"))),
         )
         history = [
             ChatMessage(role=m["role"], content=m["text"])
@@ -90,8 +107,20 @@ class Respond:
                           thread_id=turn["thread_id"], turn_id=turn["turn_id"],
                           deadline=turn.get(self._deadline_key))
         started = time.monotonic()
-        out = await run_model_turn(tenant.model, request, registry, ctx, emit,
-                                   prices=tenant.prices)
+        try:
+            out = await run_model_turn(tenant.model, request, registry, ctx, emit,
+                                       prices=tenant.prices)
+        except ModelUnavailable as exc:
+            # Raising here, before ``remember``, leaves the thread untouched (see
+            # majlis.state); the tenant may prefer an offline answer to an error.
+            if tenant.fallback is None:
+                log.warning("model failed on thread %s turn %s: %s; the turn fails "
+                            "UNAVAILABLE and nothing is saved", turn["thread_id"],
+                            turn["turn_id"], exc.message)
+                raise
+            log.warning("model failed on thread %s turn %s: %s; answering with the "
+                        "offline responder", turn["thread_id"], turn["turn_id"], exc.message)
+            out = await run_model_turn(tenant.fallback, request, registry, ctx, emit)
         usage = out.usage
         held = {e["call_id"]: {"name": e["name"], "arguments_json": e["arguments_json"],
                                "turn_id": turn["turn_id"]}
@@ -99,6 +128,11 @@ class Respond:
         return {
             "turn": {
                 "pending_approvals": held,
+                # Committed to the thread by the last node only (see majlis.state).
+                "support": sup.state,
+                # A bare «48213» answering our question: a fact the extractor cannot see.
+                "support_answered": ({support.ORDER: sup.known[support.ORDER]}
+                                     if sup.pending_request else {}),
                 "events": emit.events,
                 "reply": out.text,
                 "handoff": out.handoff,

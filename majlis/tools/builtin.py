@@ -6,6 +6,7 @@ summariser), so this module holds no state and no storage of its own.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,12 @@ __all__ = [
     "kb_search_tool",
     "remember_fact_tool",
 ]
+
+log = logging.getLogger("diwaniya.majlis")
+
+# Posts the handoff to the tenant's helpdesk; a ToolOutcome, never an exception
+# (majlis.tools.WebhookTool.run has exactly this shape).
+Notify = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolOutcome]]
 
 KB_SEARCH = "kb_search"
 REMEMBER_FACT = "remember_fact"
@@ -101,15 +108,39 @@ def remember_fact_tool(remember: Callable[[str], Awaitable[str]]) -> _FunctionTo
     return _FunctionTool(spec, call)
 
 
-def handoff_tool(summarise: Callable[[], str]) -> _FunctionTool:
-    """Hand the conversation to a human; the outcome carries a ``Handoff`` event."""
+def handoff_tool(summarise: Callable[[], str], notify: Notify | None = None) -> _FunctionTool:
+    """Hand the conversation to a human; the outcome carries a ``Handoff`` event.
+
+    ``notify`` (the tenant's handoff webhook) is called once per handoff: a second
+    call in the same turn reuses the first outcome, and a replayed turn runs no
+    tools at all. A failing webhook is logged and reported in the tool result
+    (``notified: false``) — the thread is handed off all the same.
+
+    «حوّلني لموظف» → ``{"handed_off": true, "reason": "…", "notified": true}``.
+    """
+    done: dict[str, Any] = {}
 
     async def call(arguments: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        if done:  # the model asked twice: one handoff, one webhook call
+            return ToolOutcome(ok=True, content={**done, "already": True})
         reason = _string_arg(arguments, "reason") or "طلب المستخدم"
         summary = summarise()
+        content: dict[str, Any] = {"handed_off": True, "reason": reason}
+        if notify is not None:
+            sent = await notify({"event": "handoff", "tenant": ctx.tenant,
+                                 "user_id": ctx.user_id, "thread_id": ctx.thread_id,
+                                 "turn_id": ctx.turn_id, "reason": reason,
+                                 "summary_ar": summary}, ctx)
+            content["notified"] = sent.ok
+            if not sent.ok:
+                content["notify_error"] = sent.error or "the handoff webhook failed"
+                log.warning("handoff webhook failed on thread %s turn %s: %s; the thread "
+                            "stays handed off", ctx.thread_id, ctx.turn_id,
+                            content["notify_error"])
+        done.update(content)
         return ToolOutcome(
             ok=True,
-            content={"handed_off": True, "reason": reason},
+            content=content,
             events=(Handoff(summary_ar=summary, reason=reason),),
         )
 

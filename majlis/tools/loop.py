@@ -6,7 +6,10 @@ Invariants:
 * a tool failure is a ``ToolResult(ok=False)`` the model answers about, never
   an exception; a tool needing approval is *not* run (``ApprovalRequired``);
 * a turn never ends blank: an empty reply is re-prompted once, then replaced
-  by a fixed Arabic fallback; a ``ModelError`` becomes ``TurnError`` + fallback;
+  by a fixed Arabic fallback;
+* a ``ModelError`` (the model failed after its own retries) is raised as
+  :class:`~diwaniya.errors.ModelUnavailable`: the respond node decides between
+  failing the turn (UNAVAILABLE, nothing saved) and the offline responder;
 * ``DeadlineExceeded`` propagates: the service maps it to DEADLINE_EXCEEDED.
 
 Example: «وين طلبي 4411؟» → ToolCall(order_status) → ToolResult → TextDelta…
@@ -21,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from diwaniya.errors import ModelError
+from diwaniya.errors import ModelError, ModelUnavailable
 from majlis.events import (
     ApprovalRequired,
     Event,
@@ -30,7 +33,6 @@ from majlis.events import (
     TextDelta,
     ToolCall,
     ToolResult,
-    TurnError,
     Usage,
 )
 from majlis.models.config import Pricing
@@ -201,10 +203,13 @@ async def run_model_turn(
                         ),
                     )
         except ModelError as exc:
-            await _emit(emit, TurnError(code="model_error", message=exc.message, retryable=True))
-            if not turn.text.strip():
-                await turn.fallback()
-            break
+            # Never an apology stored as the answer: an outage is not a reply.
+            if isinstance(exc, ModelUnavailable):
+                raise
+            raise ModelUnavailable(
+                f"the language model is unavailable ({exc.message}); nothing was added to "
+                "the thread — send the message again (the same request_id is safe)"
+            ) from exc
         if calls and rounds < max_tool_rounds:
             rounds += 1
             messages.append(ChatMessage("assistant", round_text, tool_calls=tuple(calls)))

@@ -31,6 +31,8 @@ def slots(text: str) -> list[tuple[str, str]]:
         ("ناديني ابو فهد لو سمحت", [("address_as", "ابو فهد")]),
         ("تقدر تناديني بـ دكتور خالد", [("address_as", "دكتور خالد")]),
         ("please call me Abu Fahad", [("address_as", "Abu Fahad")]),
+        ("اسمي ايه؟", []),  # Egyptian "what is my name?" asks, it gives no name
+        ("شنو اسمي؟", []),
     ],
 )
 def test_names_and_forms_of_address(text: str, expected: list[tuple[str, str]]) -> None:
@@ -130,3 +132,28 @@ async def test_remember_then_recall_across_threads(
     # DeleteThread erases what that thread taught us.
     assert await store.erase_thread(t, "th-1") == 2
     assert (await recall(store, t, "u1", "الاسترجاع")).user_facts == []
+
+
+@pytest.mark.parametrize(
+    ("text", "awaiting", "expected"),
+    [
+        ("طلبي رقم 48213 ما وصل", "", {"order_number": "48213"}),  # as typed, not masked
+        ("رقم الاوردر ٥٥٤٤٣٣٢٢ ومحتاجه بكرة", "", {"order_number": "55443322"}),
+        ("ايميلي sara.k@example.com", "", {"email": "sara.k@example.com"}),
+        ("48213", "order_number", {"order_number": "48213"}),  # the answer to our question
+        ("رقمه ٤٨٢١٣", "order_number", {"order_number": "48213"}),
+        ("48213", "", {}),  # a bare number nobody asked for means nothing
+        ("ابي ارجع 3 قطع", "order_number", {}),
+    ],
+)
+def test_thread_facts_keep_the_value_as_typed(text: str, awaiting: str,
+                                              expected: dict[str, str]) -> None:
+    from memory.facts import thread_facts
+
+    assert thread_facts(text, awaiting=awaiting) == expected
+
+
+def test_email_is_stored_masked() -> None:
+    (fact,) = X.extract("ايميلي sara.k@example.com")
+    assert (fact.slot, fact.value) == ("email", "s***@example.com")
+    assert "sara.k" not in fact.text

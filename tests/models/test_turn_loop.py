@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from diwaniya.errors import DeadlineExceeded
+from diwaniya.errors import DeadlineExceeded, ModelUnavailable
 from majlis.events import (
     ApprovalRequired,
     Event,
@@ -304,25 +304,29 @@ async def test_empty_twice_serves_arabic_fallback(openai_server: ScriptedOpenAIS
     assert rec.of(TurnError) == []
 
 
-async def test_malformed_chunk_becomes_error_event_not_crash(
+async def test_malformed_chunk_raises_model_unavailable_not_an_apology(
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     openai_server.push(ScriptedReply.malformed())
     rec = Recorder()
-    out = await run_model_turn(model_for(openai_server), request("هلا"), ToolRegistry([]), CTX, rec)
-    (error,) = rec.of(TurnError)
-    assert error.code == "model_error" and "malformed" in error.message
-    assert out.text == FALLBACK_REPLY  # nothing was said, so the turn is not blank
+    with pytest.raises(ModelUnavailable, match="malformed"):
+        await run_model_turn(model_for(openai_server), request("هلا"), ToolRegistry([]), CTX,
+                             rec)
+    assert rec.text == "" and rec.of(TurnError) == []  # no apology streamed as the answer
 
 
-async def test_malformed_after_text_keeps_the_text(openai_server: ScriptedOpenAIServer) -> None:
+async def test_malformed_after_text_still_fails_the_turn(
+    openai_server: ScriptedOpenAIServer,
+) -> None:
+    # Half an answer is not an answer: the caller retries the whole turn.
     openai_server.push(ScriptedReply.malformed(before="جواب جزئي"))
     rec = Recorder()
-    out = await run_model_turn(model_for(openai_server), request("هلا"), ToolRegistry([]), CTX, rec)
-    assert out.text == "جواب جزئي" and len(rec.of(TurnError)) == 1
+    with pytest.raises(ModelUnavailable):
+        await run_model_turn(model_for(openai_server), request("هلا"), ToolRegistry([]), CTX,
+                             rec)
 
 
-async def test_unreachable_endpoint_retries_then_model_error_event() -> None:
+async def test_unreachable_endpoint_retries_then_model_unavailable() -> None:
     sleeps: list[float] = []
 
     async def sleep(seconds: float) -> None:
@@ -331,11 +335,9 @@ async def test_unreachable_endpoint_retries_then_model_error_event() -> None:
     config = ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout_s=1, max_retries=2)
     model = OpenAICompatibleModel(config, sleep=sleep, rng=lambda: 0.0)
     rec = Recorder()
-    out = await run_model_turn(model, request("هلا"), ToolRegistry([]), CTX, rec)
+    with pytest.raises(ModelUnavailable, match="connection failed"):
+        await run_model_turn(model, request("هلا"), ToolRegistry([]), CTX, rec)
     assert len(sleeps) == 2  # two retries with backoff, then give up
-    (error,) = rec.of(TurnError)
-    assert "connection failed" in error.message and error.retryable
-    assert out.text == FALLBACK_REPLY
 
 
 async def test_deadline_exceeded_propagates(openai_server: ScriptedOpenAIServer) -> None:

@@ -79,25 +79,6 @@ async def test_webhook_tool_round_trip(
     assert "4411" in events[-1].turn_completed.text
 
 
-async def test_malformed_stream_is_an_error_event_and_the_turn_still_replies(
-    run_service, openai_server: ScriptedOpenAIServer
-) -> None:
-    openai_server.push(ScriptedReply.malformed(before="لحظة "))
-    async with run_service(model_base_url=openai_server.base_url) as svc:
-        events = await collect(svc.client.send("هلا", user_id="u1"))
-    errors = [e.error for e in events if e.HasField("error")]
-    assert errors and errors[0].code == "model_error"
-    assert events[-1].HasField("turn_completed") and events[-1].turn_completed.text.strip()
-
-
-async def test_unreachable_model_still_gives_a_non_blank_reply(run_service) -> None:
-    async with run_service(model_base_url="http://127.0.0.1:9/v1", model_timeout_s=1.0,
-                           default_turn_timeout_s=20) as svc:
-        events = await collect(svc.client.send("هلا", user_id="u1"))
-    assert any(e.HasField("error") for e in events)
-    assert events[-1].turn_completed.text.strip()
-
-
 async def test_offline_responder_calls_only_the_tenants_own_webhook(
     run_service, webhook_server: WebhookServer, tmp_path: Path
 ) -> None:
