@@ -132,7 +132,8 @@ async def test_lost_lock_session_without_successor_still_completes_truthfully(
 ) -> None:
     """No one took the thread over, so the turn may commit: it says completed, and nothing
     after that says "not saved" (the dead session's unlock failure is not an error)."""
-    openai_server.push(ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05))
+    openai_server.push(ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05),
+                       ScriptedReply.text("العفو"))
     async with run_service(model_base_url=openai_server.base_url) as svc:
         events: list[Any] = []
         killed = 0

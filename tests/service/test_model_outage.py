@@ -10,6 +10,7 @@ turn and the failure.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +21,9 @@ from diwaniya.v1 import conversations_pb2 as pb
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service.conftest import collect, kinds
 
+# The PostgreSQL database is shared by the whole session and request ids are
+# per user: a user of this module alone keeps "r-1" from meeting another test's.
+USER = f"outage-{uuid.uuid4().hex[:8]}"
 # Every attempt (the first and its 3 retries) answers 500.
 ATTEMPTS = 4
 
@@ -47,11 +51,11 @@ async def test_send_message_is_unavailable_and_the_thread_is_untouched(
     openai_server.push(ScriptedReply.text("هلا والله، كيف أقدر أخدمك؟"))
     _fail_every_attempt(openai_server)
     async with run_service(model_base_url=openai_server.base_url) as svc:
-        first = await collect(svc.client.send("هلا", user_id="u1", country="KW"))
+        first = await collect(svc.client.send("هلا", user_id=USER, country="KW"))
         thread_id = first[-1].thread_id
         seen, status = await _events_until_status(svc.client.send(
-            "ابي ارجع الطلب رقم 48213", user_id="u1", thread_id=thread_id, request_id="r-2"))
-        thread = await svc.client.get_thread(thread_id, user_id="u1")
+            "ابي ارجع الطلب رقم 48213", user_id=USER, thread_id=thread_id, request_id="r-2"))
+        thread = await svc.client.get_thread(thread_id, user_id=USER)
     assert status.code() == grpc.StatusCode.UNAVAILABLE
     assert "500" in status.details()
     assert "turn_completed" not in kinds(seen)
@@ -70,11 +74,11 @@ async def test_same_request_id_after_the_outage_runs_the_turn(
     openai_server.push(ScriptedReply.text("أبشر، طلبك رقم 48213 في الطريق."))
     async with run_service(model_base_url=openai_server.base_url) as svc:
         seen, status = await _events_until_status(
-            svc.client.send("وين طلبي رقم 48213؟", user_id="u1", request_id="r-1"))
+            svc.client.send("وين طلبي رقم 48213؟", user_id=USER, request_id="r-1"))
         thread_id = seen[0].thread_id
-        again = await collect(svc.client.send("وين طلبي رقم 48213؟", user_id="u1",
+        again = await collect(svc.client.send("وين طلبي رقم 48213؟", user_id=USER,
                                               thread_id=thread_id, request_id="r-1"))
-        thread = await svc.client.get_thread(thread_id, user_id="u1")
+        thread = await svc.client.get_thread(thread_id, user_id=USER)
     assert status.code() == grpc.StatusCode.UNAVAILABLE
     # The failed attempt left no replay record: the retry really runs.
     assert not again[-1].turn_completed.replayed
@@ -85,7 +89,7 @@ async def test_same_request_id_after_the_outage_runs_the_turn(
 async def _messages(*texts: str, thread_id: str) -> AsyncIterator[pb.ClientMessage]:
     for text in texts:
         yield pb.ClientMessage(message=pb.SendMessageRequest(
-            text=text, user_id="u1", thread_id=thread_id))
+            text=text, user_id=USER, thread_id=thread_id))
 
 
 async def test_converse_gets_a_retryable_error_event_and_stays_open(
@@ -96,11 +100,11 @@ async def test_converse_gets_a_retryable_error_event_and_stays_open(
     _fail_every_attempt(openai_server)
     openai_server.push(ScriptedReply.text("رجع النظام، تفضّل بسؤالك."))
     async with run_service(model_base_url=openai_server.base_url) as svc:
-        first = await collect(svc.client.send("مرحبا", user_id="u1"))
+        first = await collect(svc.client.send("مرحبا", user_id=USER))
         thread_id = first[-1].thread_id
         events = await collect(svc.client.converse(_messages(
             "وين صار طلبي؟", "طيب هلق؟", thread_id=thread_id)))
-        thread = await svc.client.get_thread(thread_id, user_id="u1")
+        thread = await svc.client.get_thread(thread_id, user_id=USER)
     errors = [e.error for e in events if e.HasField("error")]
     assert len(errors) == 1
     assert errors[0].code == "unavailable" and errors[0].retryable
@@ -119,8 +123,8 @@ async def test_unreachable_model_is_unavailable(
     # Port 9 (discard) refuses connections: every attempt fails to connect.
     async with run_service(model_base_url="http://127.0.0.1:9/v1", model_timeout_s=1.0,
                            default_turn_timeout_s=30) as svc:
-        seen, status = await _events_until_status(svc.client.send("هلا", user_id="u1"))
-        thread = await svc.client.get_thread(seen[0].thread_id, user_id="u1")
+        seen, status = await _events_until_status(svc.client.send("هلا", user_id=USER))
+        thread = await svc.client.get_thread(seen[0].thread_id, user_id=USER)
     assert status.code() == grpc.StatusCode.UNAVAILABLE
     assert "connection" in status.details()
     assert list(thread.messages) == []
@@ -134,9 +138,9 @@ async def test_offline_setting_answers_with_the_offline_responder(
     _fail_every_attempt(openai_server)
     async with run_service(model_base_url=openai_server.base_url,
                            on_model_failure="offline") as svc:
-        events = await collect(svc.client.send("السلام عليكم", user_id="u1", country="KW"))
+        events = await collect(svc.client.send("السلام عليكم", user_id=USER, country="KW"))
         thread_id = events[-1].thread_id
-        thread = await svc.client.get_thread(thread_id, user_id="u1")
+        thread = await svc.client.get_thread(thread_id, user_id=USER)
     assert kinds(events)[-1] == "turn_completed"
     assert "error" not in kinds(events)
     usage = next(e.usage for e in events if e.HasField("usage"))
@@ -161,7 +165,7 @@ async def test_offline_setting_is_per_tenant(
 
         async with DiwaniyaClient(svc.target, api_key="k-shop") as shop, \
                 DiwaniyaClient(svc.target, api_key="k-bank") as bank:
-            shop_events = await collect(shop.send("هلا", user_id="u1"))
-            _, status = await _events_until_status(bank.send("هلا", user_id="u1"))
+            shop_events = await collect(shop.send("هلا", user_id=USER))
+            _, status = await _events_until_status(bank.send("هلا", user_id=USER))
     assert next(e.usage for e in shop_events if e.HasField("usage")).model == "offline"
     assert status.code() == grpc.StatusCode.UNAVAILABLE
