@@ -6,6 +6,7 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
+from nlp.bridge import dialect_to_msa
 from nlp.camel import camel_lemma_keys, require_camel_morphology
 from nlp.clitics import segment
 from nlp.dialect import (
@@ -31,6 +32,7 @@ __all__ = [
     "camel_lemma_keys",
     "clean",
     "detect_script",
+    "dialect_to_msa",
     "fold",
     "load_dialect_identifier",
     "pool_dialects",

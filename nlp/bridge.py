@@ -1,0 +1,141 @@
+"""Dialect → MSA bridge: the MSA words a policy text would use for a customer's dialect words.
+
+Customers write «وش»، «بكام»، «خربان»، «ببلاش»; a knowledge base written in MSA
+says «ماذا»، «سعر»، «معطل»، «مجاني».  The lexicon (``data/bridge.tsv``, curated
+data, not code) maps support-domain dialect words and phrases of the five
+regions, and their common Arabizi spellings, to MSA words.  Search uses the
+result as *extra* query words, weighted below the customer's own words; the
+index never changes.
+
+    >>> dialect_to_msa("الجهاز خربان، يشمله الضمان؟")
+    ['معطل', 'تالف', 'عطل', 'يشمل', 'ضمان']
+    >>> dialect_to_msa("بكام التوصيل لجدة؟ ابي ادفع كاش")
+    ['كم', 'سعر', 'توصيل', 'أريد', 'نقدا', 'نقدي', 'الدفع', 'عند', 'الاستلام']
+    >>> dialect_to_msa("3ayez a3raf el as3ar")
+    ['أريد', 'سعر', 'أسعار']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from nlp.clitics import strip_proclitics
+from nlp.normalize import clean, fold
+
+__all__ = ["Bridge", "dialect_to_msa", "load_bridge"]
+
+# Arabic words (after fold) and Latin/Arabizi words (digits 2/3/5/7/8/9 are letters there).
+_ARABIC_WORD = re.compile("[\u0621-\u064a]+")
+_LATIN_WORD = re.compile(r"[a-z0-9']+")
+# Enclitic pronouns a dialect word often carries: دوامكم، فلوسي، شلونك، حسابه.
+_ENCLITICS = ("كم", "كو", "نا", "ها", "هم", "ك", "ي", "ه", "و")
+# Below this many letters a word is too short to peel an enclitic from (مو + ك ≠ موك).
+_MIN_STEM_FOR_ENCLITIC = 3
+# Longest dialect phrase in the lexicon, in words.
+_MAX_PHRASE = 3
+
+
+def _arabic_forms(word: str) -> set[str]:
+    """The folded word and the word without its proclitic: «والحين» → {والحين, حين}."""
+    return {word, strip_proclitics(word)}
+
+
+@dataclass(frozen=True, slots=True)
+class Bridge:
+    """The lexicon, keyed by folded phrase (a tuple of words)."""
+
+    entries: Mapping[tuple[str, ...], tuple[str, ...]]
+
+    def expand(self, text: str) -> list[str]:
+        """MSA words for the dialect words of ``text``, first occurrence order, no repeats."""
+        out: dict[str, None] = {}
+        for msa in self._matches(text):
+            for word in msa:
+                out.setdefault(word, None)
+        return list(out)
+
+    def _matches(self, text: str) -> Iterator[tuple[str, ...]]:
+        folded = fold(clean(text))
+        arabic = [_arabic_forms(w) for w in _ARABIC_WORD.findall(folded)]
+        yield from self._scan(arabic, enclitics=True)
+        latin = [{w} for w in _LATIN_WORD.findall(text.lower())]
+        yield from self._scan(latin, enclitics=False)
+
+    def _scan(self, words: list[set[str]], *, enclitics: bool) -> Iterator[tuple[str, ...]]:
+        for start in range(len(words)):
+            for size in range(min(_MAX_PHRASE, len(words) - start), 0, -1):
+                hit = self._lookup(words[start : start + size], enclitics=enclitics)
+                if hit is not None:
+                    yield hit
+
+    def _lookup(self, forms: list[set[str]], *, enclitics: bool) -> tuple[str, ...] | None:
+        candidates: list[tuple[str, ...]] = [()]
+        for i, options in enumerate(forms):
+            last = i == len(forms) - 1
+            grown = set(options)
+            if enclitics and last:
+                grown |= {_peel(w) for w in options}
+            # Sorted: set order varies between processes, the result must not.
+            candidates = [(*c, w) for c in candidates for w in sorted(grown)]
+        for key in candidates:
+            if key in self.entries:
+                return self.entries[key]
+        return None
+
+
+def _peel(word: str) -> str:
+    for suffix in _ENCLITICS:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM_FOR_ENCLITIC:
+            return word[: -len(suffix)]
+    return word
+
+
+def _key(phrase: str) -> list[tuple[str, ...]]:
+    """Lookup keys of one lexicon phrase: folded, and with proclitics stripped."""
+    if _LATIN_WORD.fullmatch(phrase.replace(" ", "").lower()):
+        return [tuple(phrase.lower().split())]
+    words = fold(clean(phrase)).split()
+    return sorted({tuple(words), tuple(strip_proclitics(w) for w in words)})
+
+
+def parse_bridge(text: str) -> Bridge:
+    """Build a :class:`Bridge` from TSV text (``dialect<TAB>msa[<TAB>regions]``).
+
+    >>> parse_bridge("# comment\\nخربان\\tمعطل\\tgulf").expand("خربانة؟ لا، خربان")
+    ['معطل']
+    """
+    entries: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
+            raise ValueError(f"bridge.tsv:{number}: expected 'dialect<TAB>msa', got {line!r}")
+        msa = tuple(fields[1].split())
+        for key in _key(fields[0].strip()):
+            # A phrase listed twice keeps both MSA renderings, in file order.
+            merged = dict.fromkeys(entries.get(key, ()) + msa)
+            entries[key] = tuple(merged)
+    return Bridge(entries)
+
+
+@lru_cache(maxsize=1)
+def load_bridge() -> Bridge:
+    """The shipped lexicon (``nlp/data/bridge.tsv``), parsed once per process."""
+    raw = resources.files("nlp").joinpath("data/bridge.tsv").read_text("utf-8")
+    return parse_bridge(raw)
+
+
+def dialect_to_msa(text: str) -> list[str]:
+    """MSA words for the dialect (and Arabizi) support words in ``text``; [] for plain MSA.
+
+    >>> dialect_to_msa("وين فرعكم؟ وامتى تفتحون؟")
+    ['أين', 'متى', 'مفتوح', 'ساعات', 'العمل']
+    >>> dialect_to_msa("ما هي سياسة الاسترجاع؟")
+    ['إرجاع', 'استرداد']
+    """
+    return load_bridge().expand(text)
