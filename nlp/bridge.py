@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from nlp.arabizi import arabizi_to_arabic, looks_arabizi
 from nlp.clitics import strip_proclitics
 from nlp.normalize import clean, fold
 
@@ -31,17 +32,25 @@ __all__ = ["Bridge", "dialect_to_msa", "load_bridge"]
 # Arabic words (after fold) and Latin/Arabizi words (digits 2/3/5/7/8/9 are letters there).
 _ARABIC_WORD = re.compile("[\u0621-\u064a]+")
 _LATIN_WORD = re.compile(r"[a-z0-9']+")
+_ARABIZI_DIGIT = re.compile(r"[a-z][235789]|[235789][a-z]")
 # Enclitic pronouns a dialect word often carries: دوامكم، فلوسي، شلونك، حسابه.
 _ENCLITICS = ("كم", "كو", "نا", "ها", "هم", "ك", "ي", "ه", "و")
 # Below this many letters a word is too short to peel an enclitic from (مو + ك ≠ موك).
 _MIN_STEM_FOR_ENCLITIC = 3
 # Longest dialect phrase in the lexicon, in words.
 _MAX_PHRASE = 3
+# Dialect verb prefixes on the imperfect: Egyptian/Levantine بـ (بيوصل، بتقبلوا),
+# Egyptian future هـ (هترجع), Moroccan كـ (كتقبلو، كيخدم).  Without them the verb is
+# the MSA imperfect (يوصل، تقبلوا، ترجع).  Only before ي/ت/ن and at least four
+# letters, so بيت or كتب are left alone.
+_VERB_PREFIX = re.compile("^[بهك](?=[يتن][\u0621-\u064a]{3})")
 
 
 def _arabic_forms(word: str) -> set[str]:
-    """The folded word and the word without its proclitic: «والحين» → {والحين, حين}."""
-    return {word, strip_proclitics(word)}
+    """The folded word, without its proclitic, without a dialect verb prefix:
+    «والحين» → {والحين, حين}; «بيصير» → {بيصير, يصير}."""
+    forms = {word, strip_proclitics(word)}
+    return forms | {_VERB_PREFIX.sub("", w) for w in forms}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +69,31 @@ class Bridge:
 
     def _matches(self, text: str) -> Iterator[tuple[str, ...]]:
         folded = fold(clean(text))
-        arabic = [_arabic_forms(w) for w in _ARABIC_WORD.findall(folded)]
+        tokens = _ARABIC_WORD.findall(folded)
+        arabic = [_arabic_forms(w) for w in tokens]
         yield from self._scan(arabic, enclitics=True)
-        latin = [{w} for w in _LATIN_WORD.findall(text.lower())]
+        for token, forms in zip(tokens, arabic, strict=True):
+            bare = _VERB_PREFIX.sub("", token)
+            if bare != token and self._lookup([forms], enclitics=True) is None:
+                yield (bare,)  # «كتقبلو» → «تقبلو»: without its prefix, the MSA verb
+        latin_words = _LATIN_WORD.findall(text.lower())
+        latin = [{w} for w in latin_words]
         yield from self._scan(latin, enclitics=False)
+        # Arabizi: the same word in Arabic letters meets the Arabic entries
+        # («3ayez» → عايز → أريد), and is itself what an Arabic text would say
+        # («yom» → يوم).  A word with a digit-letter (3, 7, 2…) is Arabizi; so is
+        # a word alone (no context to tell), at worst one useless extra term.
+        arabizi = len(latin_words) == 1 or (bool(latin_words) and looks_arabizi(latin_words))
+        for word in latin_words:
+            if self._lookup([{word}], enclitics=False) is not None:
+                continue
+            if not (arabizi or _ARABIZI_DIGIT.search(word)):
+                continue
+            spelled = fold(clean(arabizi_to_arabic(word)))
+            if not _ARABIC_WORD.fullmatch(spelled):
+                continue
+            hit = self._lookup([_arabic_forms(spelled)], enclitics=True)
+            yield hit if hit is not None else (spelled,)
 
     def _scan(self, words: list[set[str]], *, enclitics: bool) -> Iterator[tuple[str, ...]]:
         for start in range(len(words)):
