@@ -253,6 +253,7 @@ class Answer:
 
 
 _WEAK = str.maketrans("", "", "اوي")
+_DOUBLED = re.compile(r"(.)\1")
 # A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
 _ONE_LETTER_PROCLITIC = re.compile("^[بفلوك](?=[\u0621-\u064a]{3})")
 
@@ -272,6 +273,7 @@ def _skeleton(key: str) -> str | None:
     key = key[0] + key[1:].translate(_WEAK) if key else key
     if len(key) >= 4 and key[-1] in "هت":
         key = key[:-1]
+    key = _DOUBLED.sub(r"\1", key)  # «ستردد» (استرداد) meets «سترد» (يسترد)
     return f"~{key}" if len(key) >= 3 and _ARABIC.match(key) else None
 
 
@@ -288,12 +290,18 @@ def _concepts(
     question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None
 ) -> list[frozenset[str]]:
     """One key set per content word of the question: its own keys plus its bridge keys."""
-    out: dict[frozenset[str], None] = {}
-    for token in question.split():
+    tokens = question.split()
+    found: list[set[str]] = []
+    for i, token in enumerate(tokens):
         own = set(content_keys(token, keys, stop))
         if not own:
             continue
         bridged = expand(token) if expand is not None else []
+        if expand is not None and i > 0:
+            # A two-word phrase («الرقم السري» → كلمة المرور، «ما زبط» → تعذر)
+            # belongs to its second word.
+            pair = expand(f"{tokens[i - 1]} {token}")
+            bridged += [w for w in pair if w not in expand(tokens[i - 1])]
         if bridged:
             extra = set(content_keys(" ".join(bridged), keys, stop))
             if not extra:
@@ -302,8 +310,17 @@ def _concepts(
         bare = _ONE_LETTER_PROCLITIC.sub("", _MARKS.sub("", token))
         if bare != token:
             own |= set(content_keys(bare, keys, stop))
-        out.setdefault(_with_skeletons(sorted(own), bare), None)
-    return list(out)
+        found.append(set(_with_skeletons(sorted(own), " ".join([bare, *bridged]))))
+    # Two words of one root («رجعت … ارجع») are one thing asked, counted once.
+    merged: list[set[str]] = []
+    for concept in found:
+        for other in merged:
+            if not other.isdisjoint(concept):
+                other |= concept
+                break
+        else:
+            merged.append(concept)
+    return [frozenset(c) for c in merged]
 
 
 def _sentences(item: Recalled) -> list[str]:
