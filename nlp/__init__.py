@@ -6,7 +6,7 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
-from nlp.bridge import dialect_to_msa
+from nlp.bridge import dialect_to_msa, has_dialect_words
 from nlp.camel import camel_lemma_keys, require_camel_morphology
 from nlp.clitics import segment
 from nlp.dialect import (
@@ -34,6 +34,7 @@ __all__ = [
     "detect_script",
     "dialect_to_msa",
     "fold",
+    "has_dialect_words",
     "load_dialect_identifier",
     "pool_dialects",
     "require_camel_morphology",

@@ -12,7 +12,7 @@ index never changes.
     >>> dialect_to_msa("بكام التوصيل لجدة؟ ابي ادفع كاش")
     ['كم', 'سعر', 'توصيل', 'أريد', 'نقدا', 'نقدي', 'الدفع', 'عند', 'الاستلام']
     >>> dialect_to_msa("3ayez a3raf el as3ar")
-    ['أريد', 'سعر', 'أسعار']
+    ['أريد', 'سعر', 'أسعار', 'اعرف', 'ال']
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from nlp.arabizi import arabizi_to_arabic, looks_arabizi
 from nlp.clitics import strip_proclitics
 from nlp.normalize import clean, fold
 
-__all__ = ["Bridge", "dialect_to_msa", "load_bridge"]
+__all__ = ["Bridge", "dialect_to_msa", "has_dialect_words", "load_bridge"]
 
 # Arabic words (after fold) and Latin/Arabizi words (digits 2/3/5/7/8/9 are letters there).
 _ARABIC_WORD = re.compile("[\u0621-\u064a]+")
@@ -58,6 +58,27 @@ class Bridge:
     """The lexicon, keyed by folded phrase (a tuple of words)."""
 
     entries: Mapping[tuple[str, ...], tuple[str, ...]]
+    # Entries said in some regions only (not tagged ``all``): evidence the text is dialect.
+    regional: frozenset[tuple[str, ...]] = frozenset()
+
+    def has_dialect_words(self, text: str) -> bool:
+        """Does ``text`` use a word the lexicon knows as regional (not shared with MSA)?"""
+        folded = fold(clean(text))
+        tokens = _ARABIC_WORD.findall(folded)
+        # A dialect verb prefix on a verb the lexicon knows: «بيغطي»، «كتقبلو».
+        if any(_VERB_PREFIX.sub("", t) != t and self._lookup_key([{_VERB_PREFIX.sub("", t)}],
+                                                                 enclitics=True)
+               for t in tokens):
+            return True
+        words = [_arabic_forms(w) for w in tokens]
+        latin = [{w} for w in _LATIN_WORD.findall(text.lower())]
+        for forms, enclitics in ((words, True), (latin, False)):
+            for start in range(len(forms)):
+                for size in range(min(_MAX_PHRASE, len(forms) - start), 0, -1):
+                    key = self._lookup_key(forms[start : start + size], enclitics=enclitics)
+                    if key is not None and key in self.regional:
+                        return True
+        return False
 
     def expand(self, text: str) -> list[str]:
         """MSA words for the dialect words of ``text``, first occurrence order, no repeats."""
@@ -103,6 +124,10 @@ class Bridge:
                     yield hit
 
     def _lookup(self, forms: list[set[str]], *, enclitics: bool) -> tuple[str, ...] | None:
+        key = self._lookup_key(forms, enclitics=enclitics)
+        return None if key is None else self.entries[key]
+
+    def _lookup_key(self, forms: list[set[str]], *, enclitics: bool) -> tuple[str, ...] | None:
         candidates: list[tuple[str, ...]] = [()]
         for i, options in enumerate(forms):
             last = i == len(forms) - 1
@@ -113,7 +138,7 @@ class Bridge:
             candidates = [(*c, w) for c in candidates for w in sorted(grown)]
         for key in candidates:
             if key in self.entries:
-                return self.entries[key]
+                return key
         return None
 
 
@@ -139,6 +164,7 @@ def parse_bridge(text: str) -> Bridge:
     ['معطل']
     """
     entries: dict[tuple[str, ...], tuple[str, ...]] = {}
+    regional: set[tuple[str, ...]] = set()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -150,7 +176,10 @@ def parse_bridge(text: str) -> Bridge:
             # A phrase listed twice keeps both MSA renderings, in file order.
             merged = dict.fromkeys(entries.get(key, ()) + msa)
             entries[key] = tuple(merged)
-    return Bridge(entries)
+            regions = {r.strip() for r in fields[2].split(",")} if len(fields) > 2 else set()
+            if regions - {"all", ""}:
+                regional.add(key)
+    return Bridge(entries, frozenset(regional))
 
 
 @lru_cache(maxsize=1)
@@ -169,3 +198,12 @@ def dialect_to_msa(text: str) -> list[str]:
     ['إرجاع', 'استرداد']
     """
     return load_bridge().expand(text)
+
+
+def has_dialect_words(text: str) -> bool:
+    """Does ``text`` use regional dialect words (the lexicon's, not its MSA-shared ones)?
+
+    >>> has_dialect_words("الضمان بيغطي ده؟"), has_dialect_words("هل يشمل الضمان الكسر؟")
+    (True, False)
+    """
+    return load_bridge().has_dialect_words(text)

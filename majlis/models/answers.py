@@ -341,6 +341,7 @@ def select_answer(
     keys: KeyFunction = fallback_search_keys,
     stop: frozenset[str] = frozenset(),
     expand: Expander | None = None,
+    dialect_cue: Callable[[str], bool] | None = None,
     max_sentences: int = 2,
 ) -> Answer | None:
     """The best answering sentences from one recalled chunk, or None.
@@ -415,7 +416,7 @@ def select_answer(
         qtype=qtype,
         typed=typed,
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
-        dialect=looks_dialect(question) or bool(expand is not None and expand(question)),
+        dialect=looks_dialect(question) or (dialect_cue is not None and dialect_cue(question)),
     )
 
 
@@ -425,13 +426,14 @@ _DIALECT_MARKERS = frozenset(
     "شو وش ايش شنو شنهو ليش ليه علاش وين فين امتي امتا ايمتي وقتاش فوقاش قديش قداش شحال"
     " شكد بكام كام شلون اشلون ازاي كيفاش عايز عاوز بدي ابي ابغي ابغا بغيت مش مو موب مب"
     " اكو ماكو مافي مفيش كاين دلوقتي هلق هسه دابا الحين عشان علشان باش ديال تبع مالتي"
-    " مالتكم عدكم ليا".split()
+    " مالتكم عدكم ليا شوي شويه".split()
 )
-_B_IMPERFECT = re.compile("^ب[يتن][\u0621-\u064a]{2,}(?:و|وا)?$")
+_B_IMPERFECT = re.compile("^ب[يتن][\u0621-\u064a]{3}(?:و|وا)?$")
 
 
 def looks_dialect(question: str) -> bool:
-    """Does the question carry dialect words?
+    """Does the question carry dialect words?  (The fallback when the service
+    injects no ``dialect_cue``: a few markers, no lexicon.)
 
     >>> looks_dialect("هو الفرع بيفتح يوم الجمعة؟"), looks_dialect("متى يفتح الفرع؟")
     (True, False)

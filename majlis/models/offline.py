@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from majlis.models.answers import Answer, Expander, display_topic, select_answer
@@ -69,17 +69,21 @@ class OfflineResponder:
         answer_threshold: float = 0.15,
         grounding_threshold: float = 0.82,
         dialect_grounding_threshold: float = 0.6,
+        dialect_answer_threshold: float = 0.1,
         clarify_threshold: float = 0.25,
         tool_threshold: float = 0.5,
         expand: Expander | None = None,
+        dialect_cue: Callable[[str], bool] | None = None,
     ) -> None:
         self._keys = keys
         self._expand = expand  # dialect → MSA bridge for matching (majlis.models.answers)
+        self._dialect_cue = dialect_cue  # is a question dialect? (looser grounding)
         self._stop = stop_keys_for(keys)
         self._phrases = phrases or PhraseBook.load()
         self._answer_threshold = answer_threshold
         self._grounding_threshold = grounding_threshold
         self._dialect_grounding = dialect_grounding_threshold
+        self._dialect_answer = dialect_answer_threshold
         self._clarify_threshold = clarify_threshold
         self._tool_threshold = tool_threshold
 
@@ -139,7 +143,8 @@ class OfflineResponder:
         say = self._say(ctx.region)
         q_keys = content_keys(ctx.user_text, self._keys, self._stop)
         found: Answer | None = select_answer(
-            ctx.user_text, ctx.recalled, keys=self._keys, stop=self._stop, expand=self._expand
+            ctx.user_text, ctx.recalled, keys=self._keys, stop=self._stop, expand=self._expand,
+            dialect_cue=self._dialect_cue,
         )
         # Two conditions: the chosen sentences must cover the question (weighted),
         # and the chunk must contain most of its words (Answer.grounding) — what
@@ -150,9 +155,10 @@ class OfflineResponder:
         # (calibrated on bench/support.py dev).
         dialect = found is not None and found.dialect
         grounding = self._dialect_grounding if dialect else self._grounding_threshold
+        coverage = self._dialect_answer if dialect else self._answer_threshold
         if (
             found is not None
-            and found.coverage >= self._answer_threshold
+            and found.coverage >= coverage
             and found.grounding >= grounding
         ):
             extras.append(Citation(found.source, snippet=found.text))

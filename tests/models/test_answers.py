@@ -87,7 +87,7 @@ def test_a_dialect_word_matches_its_msa_equivalent_only_through_the_bridge() -> 
                       "يغطي الضمان الأجهزة المعطلة بسبب عيب مصنعي.", "", 1.0)
     without = select_answer("الجهاز خربان", [broken], keys=KEYS, stop=STOP)
     with_bridge = select_answer("الجهاز خربان", [broken], keys=KEYS, stop=STOP,
-                                expand=nlp.dialect_to_msa)
+                                expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
     assert without is not None and with_bridge is not None
     assert with_bridge.chunk_coverage > without.chunk_coverage
     assert with_bridge.dialect

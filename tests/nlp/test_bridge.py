@@ -67,3 +67,18 @@ def test_every_shipped_entry_maps_to_words() -> None:
 def test_bad_lines_name_the_line() -> None:
     with pytest.raises(ValueError, match=r"bridge\.tsv:2"):
         parse_bridge("خربان\tمعطل\nبس كلمة\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "dialect"),
+    [
+        ("الجهاز خربان", True),  # gulf
+        ("الضمان بيغطي الكسر؟", True),  # egyptian بـ imperfect of a known verb
+        ("واش كاين التوصيل؟", True),  # maghrebi
+        ("wesh el daman?", True),  # arabizi
+        ("هل يشمل الضمان الكسر؟", False),  # MSA, though «يشمل» is in the lexicon
+        ("متى ولد الشاعر في بيروت؟", False),  # MSA: «بيروت» is no dialect verb
+    ],
+)
+def test_dialect_words_are_told_from_msa_ones(text: str, dialect: bool) -> None:
+    assert nlp.has_dialect_words(text) is dialect
