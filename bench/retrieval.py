@@ -53,7 +53,7 @@ from memory import (  # noqa: E402
     SqliteMemoryStore,
     kb,
 )
-from memory.keys import default_keys  # noqa: E402
+from memory.keys import default_expander, default_keys  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -168,13 +168,16 @@ async def main(argv: Sequence[str] | None = None) -> dict:
 
     corpus, queries = load_jsonl(args.corpus), load_jsonl(args.queries)
     keys = default_keys()
+    # As in the service: queries expanded by the dialect → MSA bridge (MSA
+    # questions are left alone by it, and must not lose recall).
+    bridge = default_expander()
     results: dict[str, dict[str, float]] = {}
     timings: dict[str, float] = {}
 
     results["fts5_unicode61"] = await run("fts5", fts5_anchor(corpus), queries)
     if args.store in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys)
+            store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys, expand=bridge)
             await store.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(store, TENANT, [args.corpus])
@@ -193,7 +196,7 @@ async def main(argv: Sequence[str] | None = None) -> dict:
             "arabic", await pg_arabic_anchor(conn, corpus), queries)
         await conn.close()
         if args.store in ("postgres", "both"):
-            pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2)
+            pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2, expand=bridge)
             await pg.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(pg, TENANT, [args.corpus])

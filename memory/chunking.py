@@ -64,11 +64,21 @@ def _sections(text: str) -> list[tuple[list[str], str]]:
     sections: list[tuple[list[str], str]] = []
     path: list[tuple[int, str]] = []
     lines: list[str] = []
+    heading_line = False  # lines[0] is the current section's heading text
     in_fence = False
 
     def flush() -> None:
-        if "".join(lines).strip():
+        # The heading is the section's title (indexed with it, memory.text_keys);
+        # in the body it would be served as if it were a sentence of the policy
+        # («الاسترجاع يمكنك إرجاع…»).  A heading with no body is still worth
+        # finding, so only then does it stay as text.
+        nonlocal heading_line
+        rest = lines[1:] if heading_line else lines
+        if "".join(rest).strip():
+            sections.append(([h for _, h in path], "\n".join(rest)))
+        elif "".join(lines).strip():
             sections.append(([h for _, h in path], "\n".join(lines)))
+        heading_line = False
         lines.clear()
 
     for line in text.splitlines():
@@ -79,8 +89,8 @@ def _sections(text: str) -> list[tuple[list[str], str]]:
             flush()
             level = len(match.group(1))
             path = [(lv, h) for lv, h in path if lv < level] + [(level, match.group(2).strip())]
-            # A heading with no body is still worth finding: keep it as text.
             lines.append(match.group(2).strip())
+            heading_line = True
         else:
             lines.append(line)
     flush()

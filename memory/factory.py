@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.keys import default_keys
+from memory.expansion import Expander
+from memory.keys import default_expander, default_keys
 from memory.postgres_store import PostgresMemoryStore
 from memory.sqlite_store import SqliteMemoryStore
 from memory.store import MemoryStore
@@ -18,17 +19,24 @@ async def open_store(
     *,
     sqlite_path: Path,
     keys: KeyFunction | None = None,
+    expand: Expander | None = None,
+    bridge: bool = True,
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
-    The caller reads configuration; this function only receives it.
+    Queries are expanded by ``expand``, else (``bridge=True``) by the dialect →
+    MSA bridge (``nlp.dialect_to_msa``); ``bridge=False`` searches the
+    customer's words alone.  The caller reads configuration; this function
+    only receives it.
     """
     key_fn = keys or default_keys()
+    expander = expand or (default_expander() if bridge else None)
     store: MemoryStore
     if database_url:
-        store = await PostgresMemoryStore.connect(_asyncpg_dsn(database_url), keys=key_fn)
+        store = await PostgresMemoryStore.connect(_asyncpg_dsn(database_url), keys=key_fn,
+                                                  expand=expander)
     else:
-        store = SqliteMemoryStore(sqlite_path, keys=key_fn)
+        store = SqliteMemoryStore(sqlite_path, keys=key_fn, expand=expander)
     await store.setup()
     return store
 

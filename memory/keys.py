@@ -14,9 +14,10 @@ import importlib
 from typing import cast
 
 from diwaniya.errors import ConfigurationError
+from memory.expansion import Expander
 from memory.terms import KeyFunction
 
-__all__ = ["default_keys", "stem_and_surface_keys"]
+__all__ = ["default_expander", "default_keys", "stem_and_surface_keys"]
 
 
 def stem_and_surface_keys(
@@ -57,3 +58,16 @@ def default_keys() -> KeyFunction:
         cast(KeyFunction, nlp.words),
         frozenset(lexicon.STOPWORDS),
     )
+
+
+def default_expander() -> Expander:
+    """The dialect → MSA search bridge (``nlp.dialect_to_msa``), imported lazily.
+
+    >>> default_expander()("وين فروعكم؟")
+    ['أين', 'فرع', 'فروع']
+    """
+    try:
+        bridge = importlib.import_module("nlp.bridge")
+    except ImportError as exc:
+        raise ConfigurationError(f"the Arabic pipeline (nlp) is not importable: {exc}") from exc
+    return cast(Expander, bridge.dialect_to_msa)

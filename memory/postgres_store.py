@@ -27,9 +27,10 @@ from typing import Any
 import asyncpg
 
 from diwaniya.errors import Unavailable
+from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
-from memory.terms import MAX_K, KeyFunction, search_terms
+from memory.terms import MAX_K, KeyFunction
 from memory.text_keys import record_terms
 
 __all__ = ["PostgresMemoryStore"]
@@ -188,12 +189,22 @@ ON CONFLICT (tenant) DO UPDATE SET
 # table the planner preferred it and checked tsv row by row (20k rows:
 # 135 ms) instead of using the GIN index.
 _SEARCH = r"""
-WITH q AS MATERIALIZED (
-    SELECT u.lexeme, t.df,
+WITH u AS MATERIALIZED (
+    -- Own lexemes weigh 1, bridge-only lexemes ($12, memory.expansion) weigh $13.
+    SELECT x.lexeme, max(x.wt) AS wt FROM (
+        SELECT o.lexeme, 1.0::float8 AS wt
+        FROM unnest(to_tsvector('simple'::regconfig, $2::text)) AS o
+        UNION ALL
+        SELECT b.lexeme, $13::float8
+        FROM unnest(to_tsvector('simple'::regconfig, $12::text)) AS b
+    ) AS x GROUP BY x.lexeme
+),
+q AS MATERIALIZED (
+    SELECT u.lexeme, u.wt, t.df,
            sum(t.df) OVER (ORDER BY t.df, u.lexeme) AS spent,
            row_number() OVER (ORDER BY t.df, u.lexeme) AS rank,
            '''' || replace(replace(u.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted
-    FROM unnest(to_tsvector('simple'::regconfig, $2::text)) AS u
+    FROM u
     JOIN memory_terms AS t ON t.tenant = $1 AND t.lexeme = u.lexeme
 ),
 st AS MATERIALIZED (
@@ -202,7 +213,7 @@ st AS MATERIALIZED (
     FROM memory_stats AS s WHERE s.tenant = $1
 ),
 w AS MATERIALIZED (
-    SELECT q.lexeme, ln(1 + (st.n - q.df + 0.5) / (q.df + 0.5)) AS idf FROM q, st
+    SELECT q.lexeme, q.wt * ln(1 + (st.n - q.df + 0.5) / (q.df + 0.5)) AS idf FROM q, st
 ),
 pick AS MATERIALIZED (
     SELECT CASE WHEN r1.df <= $7::bigint
@@ -294,8 +305,10 @@ class PostgresMemoryStore:
         keys: KeyFunction,
         owns_pool: bool = False,
         candidate_budget: int = CANDIDATE_BUDGET,
+        expand: Expander | None = None,
     ) -> None:
         self._pool = pool
+        self._expand = expand  # query-side only (memory.expansion); the index never sees it
         self._budget = candidate_budget
         self._keys = keys
         self._word_keys = WordKeys(keys)
@@ -310,6 +323,7 @@ class PostgresMemoryStore:
         min_size: int = 1,
         max_size: int = 10,
         candidate_budget: int = CANDIDATE_BUDGET,
+        expand: Expander | None = None,
     ) -> PostgresMemoryStore:
         """Open a pool for ``dsn`` that :meth:`close` will close."""
         try:
@@ -321,7 +335,8 @@ class PostgresMemoryStore:
             )
         except (OSError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
-        return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget)
+        return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget,
+                   expand=expand)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
@@ -381,15 +396,17 @@ class PostgresMemoryStore:
         kinds: Collection[Kind] | None = None,
         k: int = 5,
     ) -> list[SearchHit]:
-        terms = search_terms(query, self._keys)
+        weighted = weighted_terms(query, self._keys, self._expand)
+        terms = weighted.all
         k = min(k, MAX_K)
         if not terms or k <= 0:
             return []
         kind_list = [Kind(x).value for x in (kinds or list(Kind))]
         async with self._conn() as conn:
             rows = await conn.fetch(
-                _SEARCH, tenant, " ".join(terms), user_id, kind_list, K1, B, self._budget, k,
-                SCAN_CANDIDATES, SCAN_COST_RATIO, SCAN_MAX_ROWS,
+                _SEARCH, tenant, " ".join(weighted.own), user_id, kind_list, K1, B, self._budget,
+                k, SCAN_CANDIDATES, SCAN_COST_RATIO, SCAN_MAX_ROWS, " ".join(weighted.bridged),
+                BRIDGE_WEIGHT,
             )
         if not rows:
             return []

@@ -20,9 +20,10 @@ from typing import Any
 import aiosqlite
 
 from diwaniya.errors import Unavailable
+from memory.expansion import OWN_REPEATS, Expander, weighted_terms
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
-from memory.terms import MAX_K, KeyFunction, search_terms
+from memory.terms import MAX_K, KeyFunction
 from memory.text_keys import record_terms
 
 __all__ = ["SqliteMemoryStore"]
@@ -109,9 +110,12 @@ class SqliteMemoryStore:
     >>> store = SqliteMemoryStore(Path("data/memory.sqlite3"), keys=search_keys)  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path | str, *, keys: KeyFunction) -> None:
+    def __init__(
+        self, path: Path | str, *, keys: KeyFunction, expand: Expander | None = None
+    ) -> None:
         self._path = str(path)
         self._keys = keys
+        self._expand = expand  # query-side only (memory.expansion); the index never sees it
         self._word_keys = WordKeys(keys)
         self._db: aiosqlite.Connection | None = None
         # One connection, many coroutines: the lock keeps one coroutine's
@@ -191,13 +195,19 @@ class SqliteMemoryStore:
         kinds: Collection[Kind] | None = None,
         k: int = 5,
     ) -> list[SearchHit]:
-        terms = search_terms(query, self._keys)
+        weighted = weighted_terms(query, self._keys, self._expand)
+        terms = weighted.all
         k = min(k, MAX_K)
         if not terms or k <= 0:
             return []
+        # bm25() sums over the query's phrases, so listing the own terms
+        # OWN_REPEATS times weights bridge terms 1/OWN_REPEATS (memory.expansion);
+        # the score is divided back so it keeps the unexpanded scale.
+        repeats = OWN_REPEATS if weighted.bridged else 1
+        phrases = weighted.own * repeats + weighted.bridged
         # Each term is a quoted FTS5 string: inside quotes only '"' is special
         # and it is doubled; word-run terms never contain one anyway.
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in phrases)
         kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
         async with self._locked() as db:
             async with db.execute(_SEARCH, (match, tenant, user_id, kind_list, k)) as cur:
@@ -206,7 +216,7 @@ class SqliteMemoryStore:
         return [
             SearchHit(
                 record=(rec := _record(row[:12])),
-                score=-float(row[12]),  # FTS5 bm25() is negated so ORDER BY ascends
+                score=-float(row[12]) / repeats,  # bm25() is negated so ORDER BY ascends
                 snippet=highlight_snippet(rec.text, wanted, self._word_keys),
             )
             for row in rows

@@ -6,6 +6,7 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
+from nlp.bridge import dialect_to_msa, has_dialect_words
 from nlp.camel import camel_lemma_keys, require_camel_morphology
 from nlp.clitics import segment
 from nlp.dialect import (
@@ -34,7 +35,9 @@ __all__ = [
     "camel_lemma_keys",
     "clean",
     "detect_script",
+    "dialect_to_msa",
     "fold",
+    "has_dialect_words",
     "load_dialect_identifier",
     "message_evidence",
     "pool_dialects",

@@ -111,7 +111,8 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
     config = model_config(settings, t, secrets)
     if model is None:
         model = (OpenAICompatibleModel(config) if config
-                 else OfflineResponder(keys=nlp.search_keys))
+                 else OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
+                                       dialect_cue=nlp.has_dialect_words))
     if webhooks is None:
         webhooks = load_webhooks(t.tools_file or settings.tools_file)
     tools = tuple(WebhookTool(cfg, http, secrets=secrets) for cfg in webhooks)

@@ -88,8 +88,10 @@ async def test_answers_extractively_and_cites(
     # Every sentence of the reply is a sentence of the cited chunk: nothing invented.
     citations = [o for o in outputs if isinstance(o, Citation)]
     assert [c.recalled.id for c in citations] == [source.id]
-    assert citations[0].snippet == text
-    assert all(s in source.text for s in text.split(". ") if s)
+    # The fact is served whole after at most a short dialect lead-in («أبشر، هذي المعلومة:»).
+    assert text.endswith(citations[0].snippet)
+    assert len(text) - len(citations[0].snippet) <= 25
+    assert all(s in source.text for s in citations[0].snippet.split(". ") if s)
 
 
 async def test_answer_is_trimmed_to_the_answering_sentence() -> None:

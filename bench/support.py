@@ -1,0 +1,215 @@
+"""Support questions in dialect over short MSA policy documents, through the whole service.
+
+``.venv/bin/python bench/support.py [--set dev|test]``
+
+Data (``bench/data/support/<set>/``, written for this bench from knowledge of
+the dialects): ``docs/*.md`` short MSA policies; ``questions.tsv`` (region,
+script, document, gold fact, question); ``unanswerable.tsv`` (questions the
+documents cannot answer); ``threads.tsv`` (5-turn threads, one region each).
+
+The service runs in-process on 127.0.0.1:0 on the embedded default (SQLite,
+offline responder, no model); the documents go through ``kb.ingest_files``
+and every question is a real SendMessage turn in a thread of its own.
+Metrics:
+
+* ``answer_rate``: the gold fact is in the reply (whitespace-normalised).
+* ``dialect_agreement``: ``turn_completed.dialect`` equals the question's
+  region.  Arabizi rows are labelled with the dialect they are written in;
+  MSA rows agree when the turn reports ``msa``.
+* ``abstention``: unanswerable questions whose reply quotes no document.
+* ``leaks``: replies showing a file name, slug path (›), Markdown heading or
+  bracketed source (must be 0).
+* ``thread_switches`` / ``thread_foreign_switches``: replies in 5-turn threads
+  whose ``turn_completed.dialect`` differs from the thread's region / is
+  neither that region nor msa/neutral.
+* ``recall@1`` with and without the dialect bridge: the question's document
+  is the top knowledge-base hit (store searched directly, same documents).
+
+Prints a table, writes ``bench/results/support.json`` (one entry per set);
+the last line is one JSON object.  Figures come from a loaded 2-core machine.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+from typing import Any  # noqa: E402
+
+from majlis.culture import FixedClock  # noqa: E402
+from memory import Kind, kb, open_store  # noqa: E402
+from service import DiwaniyaClient, Settings, build_app  # noqa: E402
+
+TENANT = "support"
+# A plain working day with no national or religious occasion, so no seasonal
+# greeting colours the replies.
+CLOCK = datetime(2026, 11, 2, 7, tzinfo=UTC)
+# The country a customer of each region would send (the service may use it as a prior).
+COUNTRY = {"gulf": "SA", "egyptian": "EG", "levantine": "LB", "maghrebi": "MA",
+           "iraqi": "IQ", "msa": ""}
+NEUTRAL = frozenset({"msa", "neutral", ""})
+_LEAK = re.compile(r"(^|\s)#{1,6}\s|›|\[[^\]]*\]|\b[\w-]+\.(?:md|txt|jsonl)\b")
+
+
+@dataclass(frozen=True)
+class Question:
+    region: str
+    script: str
+    doc: str
+    gold: str
+    text: str
+
+
+def _rows(path: Path) -> list[list[str]]:
+    return [line.rstrip("\n").split("\t") for line in path.open(encoding="utf-8")
+            if line.strip() and not line.startswith("#")]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def load(folder: Path) -> tuple[list[Path], list[Question], list[list[str]], list[list[str]]]:
+    docs = sorted((folder / "docs").glob("*.md"))
+    questions = [Question(*row) for row in _rows(folder / "questions.tsv")]
+    return docs, questions, _rows(folder / "unanswerable.tsv"), _rows(folder / "threads.tsv")
+
+
+async def _turn(client: DiwaniyaClient, text: str, *, user: str, thread: str = "",
+                country: str = "") -> tuple[str, str, bool, str]:
+    """(reply, dialect, quoted a document, thread id) of one SendMessage turn."""
+    events = [e async for e in client.send(text, user_id=user, thread_id=thread, country=country)]
+    done = events[-1].turn_completed
+    quoted = any(e.HasField("memory_cited") and e.memory_cited.quoted for e in events)
+    return _norm(done.text), done.dialect, quoted, events[-1].thread_id
+
+
+async def _recall_at_1(docs: list[Path], questions: list[Question], tmp: Path,
+                       bridge: bool) -> float:
+    store = await open_store(None, sqlite_path=tmp / f"recall-{bridge}.sqlite3", bridge=bridge)
+    try:
+        await kb.ingest_files(store, TENANT, docs)
+        right = 0
+        for q in questions:
+            hits = await store.search(TENANT, q.text, kinds={Kind.DOCUMENT}, k=1)
+            right += bool(hits) and hits[0].record.doc_id == q.doc
+        return right / len(questions)
+    finally:
+        await store.close()
+
+
+async def run(folder: Path, show: bool) -> dict[str, Any]:
+    docs, questions, unanswerable, threads = load(folder)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        settings = Settings(data_dir=tmp / "data", listen="127.0.0.1:0",
+                            api_keys={"bench": TENANT})
+        app = await build_app(settings, clock=FixedClock(CLOCK))
+        server = app.server()
+        await server.start()
+        started = time.perf_counter()
+        by_region: Counter[str] = Counter()
+        answered: Counter[str] = Counter()
+        agreed: Counter[str] = Counter()
+        misses: list[str] = []
+        leaks = abstained = switches = foreign = 0
+        try:
+            await kb.ingest_files(app.store, TENANT, docs)
+            async with DiwaniyaClient(f"127.0.0.1:{server.port}", api_key="bench") as client:
+                for i, q in enumerate(questions):
+                    reply, dialect, _quoted, _ = await _turn(
+                        client, q.text, user=f"q{i}", country=COUNTRY.get(q.region, ""))
+                    label = f"{q.region}/{q.script}"
+                    by_region[label] += 1
+                    hit = _norm(q.gold) in reply
+                    answered[label] += hit
+                    agreed[label] += dialect == q.region
+                    leaks += bool(_LEAK.search(reply))
+                    if not hit:
+                        misses.append(f"{label}\t{q.text}\t→ {reply[:160]}")
+                for i, (region, _script, text) in enumerate(unanswerable):
+                    reply, _d, quoted, _ = await _turn(client, text, user=f"u{i}",
+                                                       country=COUNTRY.get(region, ""))
+                    abstained += not quoted
+                    leaks += bool(_LEAK.search(reply))
+                    if quoted:
+                        misses.append(f"unanswerable {region}\t{text}\t→ {reply[:160]}")
+                thread_ids: dict[str, str] = {}
+                for name, region, text in threads:
+                    reply, dialect, _q, tid = await _turn(
+                        client, text, user=f"t-{name}", thread=thread_ids.get(name, ""),
+                        country=COUNTRY.get(region, ""))
+                    thread_ids[name] = tid
+                    switches += dialect != region
+                    foreign += dialect not in NEUTRAL and dialect != region
+                    leaks += bool(_LEAK.search(reply))
+            per_turn_ms = (time.perf_counter() - started) * 1000 / (
+                len(questions) + len(unanswerable) + len(threads))
+        finally:
+            await server.drain(0, delay=0)
+            await app.close()
+        with_bridge = await _recall_at_1(docs, questions, tmp, bridge=True)
+        without_bridge = await _recall_at_1(docs, questions, tmp, bridge=False)
+    if show:
+        print("\n".join(misses), file=sys.stderr)
+    n = len(questions)
+    return {
+        "set": folder.name,
+        "documents": len(docs),
+        "questions": n,
+        "answer_rate": round(sum(answered.values()) / n, 4),
+        "dialect_agreement": round(sum(agreed.values()) / n, 4),
+        "unanswerable": len(unanswerable),
+        "abstention": round(abstained / max(len(unanswerable), 1), 4),
+        "leaks": leaks,
+        "thread_turns": len(threads),
+        "thread_switches": switches,
+        "thread_foreign_switches": foreign,
+        "recall@1_bridge": round(with_bridge, 4),
+        "recall@1_no_bridge": round(without_bridge, 4),
+        "ms_per_turn_grpc": round(per_turn_ms, 1),
+        "by_region": {k: {"questions": by_region[k],
+                          "answer_rate": round(answered[k] / by_region[k], 3),
+                          "dialect_agreement": round(agreed[k] / by_region[k], 3)}
+                      for k in sorted(by_region)},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=("dev", "test"), default="dev")
+    parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
+    parser.add_argument("--show-misses", action="store_true",
+                        help="print every missed question to stderr (dev tuning)")
+    args = parser.parse_args()
+    result = asyncio.run(run(args.data / args.set, args.show_misses))
+    print(f"{'metric':<26}{'value':>10}")
+    for key, value in result.items():
+        if key != "by_region":
+            print(f"{key:<26}{value!s:>10}")
+    print(f"\n{'region/script':<22}{'n':>4}{'answers':>9}{'dialect':>9}")
+    for label, row in result["by_region"].items():
+        print(f"{label:<22}{row['questions']:>4}{row['answer_rate']:>9}"
+              f"{row['dialect_agreement']:>9}")
+    out = _HERE / "results" / "support.json"
+    saved = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    saved[args.set] = result
+    out.write_text(json.dumps(saved, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
