@@ -14,7 +14,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from diwaniya.v1 import conversations_pb2 as pb
-from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
+from service import wire
 from service.servicer import ConversationsServicer
 
 log = logging.getLogger("diwaniya.server")
@@ -68,7 +68,9 @@ class Server:
         self._server = grpc.aio.server(
             options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4
         )
-        pb_grpc.add_ConversationsServicer_to_server(servicer, self._server)
+        # Not the generated add_ConversationsServicer_to_server: undecodable
+        # bytes must be INVALID_ARGUMENT, not UNKNOWN (service.wire).
+        wire.add_servicer(servicer, self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if options.reflection:
             reflection.enable_server_reflection(
