@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -129,6 +130,18 @@ class Settings(BaseSettings):
         host, sep, port = value.rpartition(":")
         if not sep or not host or not port.isdigit():
             raise ValueError("listen must look like HOST:PORT, e.g. 0.0.0.0:50051")
+        return value
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        # Checked at start-up: a typo here would otherwise fail every turn
+        # without a client timezone, as INTERNAL.
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{value!r} is not an IANA time zone such as Asia/Kuwait") from None
         return value
 
     def database_dsn(self) -> str | None:
