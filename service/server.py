@@ -35,6 +35,8 @@ class ServerOptions:
     # balancers and kube-proxy stop routing here before new RPCs are refused.
     drain_delay_s: float = 2.0
     readiness_interval_s: float = 5.0
+    # One of several worker processes on the same port (service.workers).
+    reuse_port: bool = False
 
 
 class Server:
@@ -65,6 +67,9 @@ class Server:
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
         ]
+        if options.reuse_port:
+            # Explicit, not grpc's platform default: the workers depend on it.
+            grpc_options.append(("grpc.so_reuseport", 1))
         self._server = grpc.aio.server(
             options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4
         )

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     drain_delay_s: float = Field(default=2.0, ge=0)
     readiness_interval_s: float = Field(default=5.0, gt=0)
     default_turn_timeout_s: float = Field(default=120.0, gt=0)
+    # Server processes sharing the port (``serve --workers`` overrides it);
+    # unset: the CPU quota (cgroup cpu.max, else the usable CPUs). See service.workers.
+    workers: int | None = Field(default=None, ge=1)
 
     # --- auth: API key -> tenant. Empty: open mode, every caller is tenant "default".
     api_keys: dict[str, str] = Field(default_factory=dict)
