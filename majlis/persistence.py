@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,31 @@ class Persistence:
         for close in reversed(self._closers):
             await close()
         self._closers.clear()
+
+
+# A connection handed back less than this long ago was working a moment ago:
+# checking it again on checkout is a round trip per query for nothing.
+IDLE_CHECK_S = 1.0
+_returned_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
+    weakref.WeakKeyDictionary())
+
+
+async def _mark_returned(conn: AsyncConnection[Any]) -> None:
+    _returned_at[conn] = time.monotonic()
+
+
+async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
+    """The pool's checkout check, skipped for connections returned within IDLE_CHECK_S.
+
+    ``check_connection`` on every checkout cost six round trips per turn. A
+    connection that idled longer (the ones a database restart leaves dead) is
+    still checked; a recently used one that broke fails its query and the pool
+    discards it when it comes back.
+    """
+    at = _returned_at.get(conn)
+    if at is not None and time.monotonic() - at < IDLE_CHECK_S:
+        return
+    await AsyncConnectionPool.check_connection(conn)
 
 
 async def _configure(conn: AsyncConnection[Any]) -> None:
@@ -102,12 +128,12 @@ async def open_postgres(
     kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": prepare_threshold}
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
-        check=AsyncConnectionPool.check_connection, name="diwaniya",
+        check=_check_if_idle, reset=_mark_returned, name="diwaniya",
     )
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn, min_size=1, max_size=lock_pool_size,
         kwargs={"autocommit": True, "prepare_threshold": None},
-        open=False, check=AsyncConnectionPool.check_connection, name="diwaniya-locks",
+        open=False, check=_check_if_idle, reset=_mark_returned, name="diwaniya-locks",
     )
     try:
         await pool.open(wait=True, timeout=10)
