@@ -77,7 +77,11 @@ class SqliteThreadStore:
         self._conn = conn
         self._ttl = lease_ttl_s
         self._waiters = WaiterCounter(max_waiters)
-        self._write = asyncio.Lock()  # aiosqlite shares one connection: serialise write txns
+        # aiosqlite shares one connection: one statement at a time, reads too. A
+        # read cursor still open when a write starts pins an old WAL snapshot; if
+        # another process (serve --workers) committed since, SQLite answers
+        # "database is locked" at once, without waiting out the busy timeout.
+        self._write = asyncio.Lock()
 
     async def migrate(self) -> None:
         await enable_wal(self._conn)
@@ -94,7 +98,7 @@ class SqliteThreadStore:
             await self._conn.commit()
 
     async def get(self, tenant: str, thread_id: str) -> ThreadRow | None:
-        async with self._conn.execute(
+        async with self._write, self._conn.execute(
             f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?",
             (tenant, thread_id),
         ) as cur:
@@ -122,7 +126,7 @@ class SqliteThreadStore:
             params += [after[0].isoformat(), after[0].isoformat(), after[1]]
         query += " ORDER BY updated_at DESC, thread_id DESC LIMIT ?"
         params.append(limit)
-        async with self._conn.execute(query, params) as cur:
+        async with self._write, self._conn.execute(query, params) as cur:
             rows = await cur.fetchall()
         return [_row(r) for r in rows]
 
@@ -186,5 +190,5 @@ class SqliteThreadStore:
             await self._conn.commit()
 
     async def ping(self) -> None:
-        async with self._conn.execute("SELECT 1") as cur:
+        async with self._write, self._conn.execute("SELECT 1") as cur:
             await cur.fetchone()
