@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,18 +98,21 @@ class Served:
 
 def _start(tmp_path: Path, *extra: str, env_extra: dict[str, str] | None = None
            ) -> subprocess.Popen[str]:
-    env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "data"),
-           "DIWANIYA_LISTEN": "127.0.0.1:0", "DIWANIYA_DRAIN_DELAY_S": "0",
-           "DIWANIYA_DRAIN_GRACE_S": "5", **(env_extra or {})}
-    env.pop("DATABASE_URL", None)
-    env.pop("DIWANIYA_DATABASE_URL", None)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "DIWANIYA_DATABASE_URL")}
+    env.update({"DIWANIYA_DATA_DIR": str(tmp_path / "data"), "DIWANIYA_LISTEN": "127.0.0.1:0",
+                "DIWANIYA_DRAIN_DELAY_S": "0", "DIWANIYA_DRAIN_GRACE_S": "5",
+                **(env_extra or {})})
     return subprocess.Popen([sys.executable, "-m", "service", "serve", *extra], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture
-def two_workers(tmp_path: Path) -> Iterator[Served]:
-    proc = _start(tmp_path, "--workers", "2")
+def two_workers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
+    """``serve --workers 2`` on SQLite, or on PostgreSQL when parametrized so."""
+    backend = getattr(request, "param", "sqlite")
+    extra = {"DATABASE_URL": request.getfixturevalue("pg_dsn")} if backend == "postgres" else {}
+    proc = _start(tmp_path, "--workers", "2", env_extra=extra)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert "listening on" in line, proc.stderr.read() if proc.stderr else line
@@ -129,16 +133,18 @@ async def _turn(client: DiwaniyaClient, text: str, *, user: str, thread_id: str 
     return [e async for e in client.send(text, user_id=user, thread_id=thread_id)]
 
 
+@pytest.mark.parametrize("two_workers", ["sqlite", "postgres"], indirect=True)
 def test_every_worker_serves_and_one_thread_is_never_run_twice(two_workers: Served) -> None:
     children = _children(two_workers.proc.pid)
     assert len(children) == 2
+    owner = f"w-{uuid.uuid4().hex[:8]}"  # the PostgreSQL database is shared by the session
 
     async def scenario() -> tuple[dict[int, int], list[object], pb.Thread, list[pb.ThreadSummary]]:
         # Separate channels are separate TCP connections, spread by SO_REUSEPORT.
         clients = [DiwaniyaClient(two_workers.target, own_connection=True) for _ in range(12)]
         try:
             firsts = await asyncio.gather(*(
-                _turn(c, "السلام عليكم، عندي سؤال عن الطلب", user=f"w{i}")
+                _turn(c, "السلام عليكم، عندي سؤال عن الطلب", user=f"{owner}-{i}")
                 for i, c in enumerate(clients)))
             spread = _connections_by_pid(two_workers.port, children)
             # Everyone now writes to one thread at once, from both processes:
@@ -147,10 +153,11 @@ def test_every_worker_serves_and_one_thread_is_never_run_twice(two_workers: Serv
             results: list[object] = []
             for round_ in range(3):  # a stale WAL snapshot once made this INTERNAL
                 results += await asyncio.gather(*(
-                    _turn(c, f"وين طلبي رقم {round_}-{i}؟", user="w0", thread_id=shared)
+                    _turn(c, f"وين طلبي رقم {round_}-{i}؟", user=f"{owner}-0",
+                          thread_id=shared)
                     for i, c in enumerate(clients)), return_exceptions=True)
-            thread = await clients[0].get_thread(shared, user_id="w0")
-            listed = await clients[0].list_threads(user_id="w0")
+            thread = await clients[0].get_thread(shared, user_id=f"{owner}-0")
+            listed = await clients[0].list_threads(user_id=f"{owner}-0")
             return spread, results, thread, list(listed.threads)
         finally:
             await asyncio.gather(*(c.close() for c in clients))
