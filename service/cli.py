@@ -91,7 +91,9 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = False) -> None:
     from service.app import build_app
-    from service.server import serve_until_signal
+    from service.server import serve_until_signal, stop_on_signal
+
+    stop = stop_on_signal()
 
     if settings.traces == "console":
         from opentelemetry import trace
@@ -111,7 +113,7 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
             "serving diwaniya.v1.Conversations on %s:%d (%s, %s)", host, port,
             app.persistence.backend, "model" if settings.model_base_url else "offline responder")
         print(f"diwaniya listening on {host}:{port}", flush=True)
-        await serve_until_signal(server)
+        await serve_until_signal(server, stop)
     finally:
         await app.close()
 

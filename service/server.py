@@ -132,12 +132,23 @@ class Server:
         await self._server.wait_for_termination()
 
 
-async def serve_until_signal(server: Server) -> None:
-    """Run until SIGTERM/SIGINT, then drain."""
+def stop_on_signal() -> asyncio.Event:
+    """An event set by SIGTERM/SIGINT; install it before start-up work.
+
+    A worker told to stop while it is still starting (serve --workers) must
+    drain like any other, not die of the default SIGTERM action.
+    """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def serve_until_signal(server: Server, stop: asyncio.Event | None = None) -> None:
+    """Run until SIGTERM/SIGINT (or ``stop``, from :func:`stop_on_signal`), then drain."""
+    if stop is None:
+        stop = stop_on_signal()
     await stop.wait()
     log.info("signal received")
     await server.drain()

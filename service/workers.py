@@ -22,7 +22,7 @@ service, its own drain.  The parent only
 Children die with their parent (``PR_SET_PDEATHSIG``): a SIGKILLed supervisor
 leaves no orphan holding the port.
 
->>> cpu_quota_workers(cpu_max="200000 100000")    # cgroup v2: a two-core limit
+>>> cpu_quota_workers(cpu_max="200000 100000", affinity=8)   # cgroup v2: a 2-CPU limit
 2
 >>> cpu_quota_workers(cpu_max="max 100000", affinity=8)
 8
@@ -255,7 +255,8 @@ class Supervisor:
             if child.pump is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(child.pump, 5)
-        return 0 if all(c == 0 for c in codes) else 1
+        # -SIGTERM: a child we stopped before it had installed its handlers.
+        return 0 if all(c in (0, -signal.SIGTERM) for c in codes) else 1
 
 
 def supervise(workers: int, listen: str, *, stop_timeout_s: float) -> int:

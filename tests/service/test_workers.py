@@ -205,9 +205,10 @@ def test_a_killed_worker_is_replaced_and_sigterm_drains_all(two_workers: Served)
     assert kinds[-1] == "turn_completed"
     children = _children(two_workers.proc.pid)
     two_workers.proc.send_signal(signal.SIGTERM)
-    assert two_workers.proc.wait(60) == 0
-    assert not any(Path(f"/proc/{pid}").exists() for pid in children)  # drained and reaped
+    code = two_workers.proc.wait(60)
     err = two_workers.proc.stderr.read() if two_workers.proc.stderr else ""
+    assert code == 0, err
+    assert not any(Path(f"/proc/{pid}").exists() for pid in children)  # drained and reaped
     assert "exited with -9 while serving" in err
 
 
