@@ -6,6 +6,7 @@ While the thread is handed off to a person, phase → hold → remember instead
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -34,12 +35,27 @@ class GraphDeps:
     long_gap: timedelta = timedelta(hours=6)
 
 
+def _inline(node: Callable[[ThreadState], dict[str, Any]]) -> Callable[..., Any]:
+    """A sync node as a coroutine, so LangGraph runs it on the loop, not in a thread.
+
+    LangGraph hands sync nodes to an executor thread. Analyse and PhaseNode
+    are a fraction of a millisecond of pure Python: the GIL keeps them serial
+    anyway, and the thread hop (submit, wake-up, context copy) cost more CPU
+    than the work itself.
+    """
+
+    async def run(state: ThreadState) -> dict[str, Any]:
+        return node(state)
+
+    return run
+
+
 def build_graph(
     deps: GraphDeps, checkpointer: BaseCheckpointSaver[Any]
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph = StateGraph(ThreadState)
-    graph.add_node("analyse", Analyse(deps.identifier))
-    graph.add_node("phase", PhaseNode(deps.tenants, long_gap=deps.long_gap))
+    graph.add_node("analyse", _inline(Analyse(deps.identifier)))
+    graph.add_node("phase", _inline(PhaseNode(deps.tenants, long_gap=deps.long_gap)))
     graph.add_node("recall", Recall(deps.store))
     graph.add_node("respond", Respond(deps.tenants, deps.tools))
     graph.add_node("remember", Remember(deps.store, deps.extractor))

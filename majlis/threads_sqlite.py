@@ -143,7 +143,11 @@ class SqliteThreadStore:
         self._conn = conn
         self._ttl = lease_ttl_s
         self._waiters = WaiterCounter(max_waiters)
-        self._write = asyncio.Lock()  # aiosqlite shares one connection: serialise write txns
+        # aiosqlite shares one connection: one statement at a time, reads too. A
+        # read cursor still open when a write starts pins an old WAL snapshot; if
+        # another process (serve --workers) committed since, SQLite answers
+        # "database is locked" at once, without waiting out the busy timeout.
+        self._write = asyncio.Lock()
         self._pruned_at = float("-inf")
 
     async def migrate(self) -> None:
@@ -171,7 +175,7 @@ class SqliteThreadStore:
             await self._conn.commit()
 
     async def get(self, tenant: str, thread_id: str) -> ThreadRow | None:
-        async with self._conn.execute(
+        async with self._write, self._conn.execute(
             f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?",
             (tenant, thread_id),
         ) as cur:
@@ -199,7 +203,7 @@ class SqliteThreadStore:
             params += [after[0].isoformat(), after[0].isoformat(), after[1]]
         query += " ORDER BY updated_at DESC, thread_id DESC LIMIT ?"
         params.append(limit)
-        async with self._conn.execute(query, params) as cur:
+        async with self._write, self._conn.execute(query, params) as cur:
             rows = await cur.fetchall()
         return [_row(r) for r in rows]
 
@@ -263,7 +267,7 @@ class SqliteThreadStore:
                 raise
 
     async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
-        async with self._conn.execute(
+        async with self._write, self._conn.execute(
             "SELECT head_checkpoint_id FROM diwaniya_threads WHERE thread_id = ?", (thread_id,)
         ) as cur:
             row = await cur.fetchone()
@@ -309,7 +313,7 @@ class SqliteThreadStore:
         return found
 
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
-        async with self._conn.execute(
+        async with self._write, self._conn.execute(
             f"SELECT {_REQ_COLS} FROM diwaniya_requests WHERE {_REQ_KEY} AND created_at >= ?",
             (key.tenant, key.user_id, key.request_id, time.time() - window_s),
         ) as cur:
@@ -367,5 +371,5 @@ class SqliteThreadStore:
             await self._conn.commit()
 
     async def ping(self) -> None:
-        async with self._conn.execute("SELECT 1") as cur:
+        async with self._write, self._conn.execute("SELECT 1") as cur:
             await cur.fetchone()

@@ -291,6 +291,20 @@ ORDER BY top.score DESC, top.id
 """.replace("COLUMNS", _COLUMNS)
 
 
+class _NoResetConnection(asyncpg.Connection):
+    """A pooled connection released without asyncpg's reset query.
+
+    asyncpg sends ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL``
+    on every release — a round trip per recall and per remember. This store
+    takes no session advisory locks (only ``pg_advisory_xact_lock``), opens no
+    cursors outside transactions, never LISTENs and never SETs session state,
+    so there is nothing to reset; asyncpg still rolls back an open transaction.
+    """
+
+    def get_reset_query(self) -> str:
+        return ""
+
+
 class PostgresMemoryStore:
     """:class:`memory.MemoryStore` over PostgreSQL (asyncpg pool, GIN + BM25).
 
@@ -331,7 +345,8 @@ class PostgresMemoryStore:
             # at 1M rows a GIN bitmap plan does, and 10-50 ms of compiling a
             # query that runs in 5 ms is exactly the p99 we must avoid.
             pool = await asyncpg.create_pool(
-                dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"}
+                dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"},
+                connection_class=_NoResetConnection,
             )
         except (OSError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc

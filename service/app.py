@@ -48,7 +48,7 @@ class App:
     async def ready(self) -> None:
         await self.persistence.ping()
 
-    def server(self, *, listen: str | None = None) -> Server:
+    def server(self, *, listen: str | None = None, reuse_port: bool = False) -> Server:
         s = self.settings
         servicer = ConversationsServicer(self.engine, ApiKeyAuth(s.api_keys), self.draining)
         options = ServerOptions(
@@ -56,7 +56,7 @@ class App:
             max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
             keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
             drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
-            readiness_interval_s=s.readiness_interval_s,
+            readiness_interval_s=s.readiness_interval_s, reuse_port=reuse_port,
         )
         return Server(servicer, self.ready, options, self.draining)
 

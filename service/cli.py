@@ -23,12 +23,23 @@ from diwaniya.errors import DiwaniyaError
 from service.settings import Settings
 
 
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of processes ≥ 1")
+    return int(value)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="diwaniya", description="Arabic-native conversational service")
     sub = p.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the gRPC server")
     serve.add_argument("--listen", help="HOST:PORT (default from DIWANIYA_LISTEN, 127.0.0.1:50051)")
+    serve.add_argument("--workers", type=_positive, metavar="N",
+                       help="server processes sharing the port (default DIWANIYA_WORKERS, "
+                            "else the CPU quota)")
+    # Set by the supervisor on its children (service.workers); not for operators.
+    serve.add_argument("--supervisor-pid", type=int, default=0, help=argparse.SUPPRESS)
 
     sub.add_parser("migrate", help="create or upgrade the database tables, then exit")
 
@@ -67,9 +78,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-async def _serve(settings: Settings, listen: str | None) -> None:
+def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
+    """One process, or a supervisor of N (service.workers) when more than one is wanted."""
+    from service import workers
+
+    if args.supervisor_pid:
+        workers.die_with_parent(args.supervisor_pid)
+        asyncio.run(_serve(settings, args.listen, reuse_port=True))
+        return 0
+    n = args.workers or settings.workers or workers.cpu_quota_workers()
+    if n == 1:
+        asyncio.run(_serve(settings, args.listen))
+        return 0
+    if settings.migrate_on_start:
+        asyncio.run(_migrate(settings))
+    return workers.supervise(
+        n, args.listen or settings.listen,
+        stop_timeout_s=settings.drain_delay_s + settings.drain_grace_s + 15)
+
+
+async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = False) -> None:
     from service.app import build_app
-    from service.server import serve_until_signal
+    from service.server import serve_until_signal, stop_on_signal
+
+    stop = stop_on_signal()
 
     if settings.traces == "console":
         from opentelemetry import trace
@@ -82,19 +114,19 @@ async def _serve(settings: Settings, listen: str | None) -> None:
         trace.set_tracer_provider(provider)
     app = await build_app(settings)
     try:
-        server = app.server(listen=listen)
+        server = app.server(listen=listen, reuse_port=reuse_port)
         port = await server.start()
         host = (listen or settings.listen).rpartition(":")[0]
         logging.getLogger("diwaniya").info(
             "serving diwaniya.v1.Conversations on %s:%d (%s, %s)", host, port,
             app.persistence.backend, "model" if settings.model_base_url else "offline responder")
         print(f"diwaniya listening on {host}:{port}", flush=True)
-        await serve_until_signal(server)
+        await serve_until_signal(server, stop)
     finally:
         await app.close()
 
 
-async def _migrate(settings: Settings) -> None:
+async def _migrate(settings: Settings) -> str:
     from majlis.persistence import migrate_postgres, open_sqlite
     from memory import open_store
 
@@ -109,7 +141,7 @@ async def _migrate(settings: Settings) -> None:
     await db.close()
     store = await open_store(dsn, sqlite_path=settings.data_dir / "memory.sqlite3")
     await store.close()
-    print("migrated", "postgres" if dsn else f"sqlite in {settings.data_dir}")
+    return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}"
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
@@ -185,10 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings()
         if args.command == "serve":
-            asyncio.run(_serve(settings, args.listen))
-            return 0
+            return _serve_command(settings, args)
         if args.command == "migrate":
-            asyncio.run(_migrate(settings))
+            print(asyncio.run(_migrate(settings)))
             return 0
         if args.command == "chat":
             return asyncio.run(_chat(settings, args))

@@ -26,8 +26,11 @@ from service.convert import timestamp
 
 class DiwaniyaClient:
     def __init__(self, target: str, *, api_key: str | None = None,
-                 timeout_s: float | None = 120.0) -> None:
-        self._channel = grpc.aio.insecure_channel(target)
+                 timeout_s: float | None = 120.0, own_connection: bool = False) -> None:
+        # own_connection: grpc shares one TCP connection between channels to the
+        # same target; a client of its own spreads over ``serve --workers``.
+        options = [("grpc.use_local_subchannel_pool", 1)] if own_connection else None
+        self._channel = grpc.aio.insecure_channel(target, options=options)
         self._stub = pb_grpc.ConversationsStub(self._channel)
         self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
         self._timeout = timeout_s

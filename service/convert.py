@@ -59,7 +59,9 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
             out.phase_changed.CopyFrom(
                 pb.PhaseChanged(previous=e.previous, current=e.current, new_cycle=e.new_cycle))
         case ev.TextDelta():
-            out.text_delta.CopyFrom(pb.TextDelta(text=e.text))
+            # Most events of a turn are words: set the field in place, no temporary message.
+            out.text_delta.SetInParent()
+            out.text_delta.text = e.text
         case ev.ToolCall():
             out.tool_call.CopyFrom(
                 pb.ToolCall(call_id=e.call_id, name=e.name, arguments_json=e.arguments_json))

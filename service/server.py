@@ -14,7 +14,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from diwaniya.v1 import conversations_pb2 as pb
-from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
+from service import wire
 from service.servicer import ConversationsServicer
 
 log = logging.getLogger("diwaniya.server")
@@ -35,6 +35,8 @@ class ServerOptions:
     # balancers and kube-proxy stop routing here before new RPCs are refused.
     drain_delay_s: float = 2.0
     readiness_interval_s: float = 5.0
+    # One of several worker processes on the same port (service.workers).
+    reuse_port: bool = False
 
 
 class Server:
@@ -65,10 +67,15 @@ class Server:
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
         ]
+        if options.reuse_port:
+            # Explicit, not grpc's platform default: the workers depend on it.
+            grpc_options.append(("grpc.so_reuseport", 1))
         self._server = grpc.aio.server(
             options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4
         )
-        pb_grpc.add_ConversationsServicer_to_server(servicer, self._server)
+        # Not the generated add_ConversationsServicer_to_server: undecodable
+        # bytes must be INVALID_ARGUMENT, not UNKNOWN (service.wire).
+        wire.add_servicer(servicer, self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if options.reflection:
             reflection.enable_server_reflection(
@@ -125,12 +132,23 @@ class Server:
         await self._server.wait_for_termination()
 
 
-async def serve_until_signal(server: Server) -> None:
-    """Run until SIGTERM/SIGINT, then drain."""
+def stop_on_signal() -> asyncio.Event:
+    """An event set by SIGTERM/SIGINT; install it before start-up work.
+
+    A worker told to stop while it is still starting (serve --workers) must
+    drain like any other, not die of the default SIGTERM action.
+    """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def serve_until_signal(server: Server, stop: asyncio.Event | None = None) -> None:
+    """Run until SIGTERM/SIGINT (or ``stop``, from :func:`stop_on_signal`), then drain."""
+    if stop is None:
+        stop = stop_on_signal()
     await stop.wait()
     log.info("signal received")
     await server.drain()

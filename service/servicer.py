@@ -18,6 +18,7 @@ from majlis.engine import ConversationEngine
 from service import convert
 from service.auth import ApiKeyAuth
 from service.errors import error_code, is_retryable, status_for
+from service.wire import Undecodable
 
 log = logging.getLogger("diwaniya.service")
 T = TypeVar("T")
@@ -80,7 +81,7 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
             await self._abort(context, exc)
 
     async def Converse(
-        self, request_iterator: AsyncIterator[pb.ClientMessage],
+        self, request_iterator: AsyncIterator[pb.ClientMessage | Undecodable],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[pb.TurnEvent]:
         """Many turns on one stream, one after another; ``cancel`` stops the running one.
@@ -121,6 +122,10 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
 
         async def reader() -> None:
             async for msg in request_iterator:
+                if isinstance(msg, Undecodable):
+                    # Only this message is lost; the stream stays open as after any failed turn.
+                    out.put_nowait(convert.error_event("", "invalid_argument", msg.message))
+                    continue
                 kind = msg.WhichOneof("kind")
                 if kind == "cancel":
                     task = current["task"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -65,6 +66,9 @@ class Settings(BaseSettings):
     drain_delay_s: float = Field(default=2.0, ge=0)
     readiness_interval_s: float = Field(default=5.0, gt=0)
     default_turn_timeout_s: float = Field(default=120.0, gt=0)
+    # Server processes sharing the port (``serve --workers`` overrides it);
+    # unset: the CPU quota (cgroup cpu.max, else the usable CPUs). See service.workers.
+    workers: int | None = Field(default=None, ge=1)
 
     # --- auth: API key -> tenant. Empty: open mode, every caller is tenant "default".
     api_keys: dict[str, str] = Field(default_factory=dict)
@@ -146,6 +150,18 @@ class Settings(BaseSettings):
         host, sep, port = value.rpartition(":")
         if not sep or not host or not port.isdigit():
             raise ValueError("listen must look like HOST:PORT, e.g. 0.0.0.0:50051")
+        return value
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        # Checked at start-up: a typo here would otherwise fail every turn
+        # without a client timezone, as INTERNAL.
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{value!r} is not an IANA time zone such as Asia/Kuwait") from None
         return value
 
     def database_dsn(self) -> str | None:

@@ -245,7 +245,14 @@ class SeasonCalendar:
         when the local day is outside Umm al-Qura's table, never a wrong greeting.
         """
         utc = require_aware(at)
-        local = utc.astimezone(tz)
+        try:
+            local = utc.astimezone(tz)
+        except OverflowError:
+            # 9999-12-31 in UTC is already year 10000 in Asia/Kuwait (and year 1
+            # west of UTC is year 0): far outside the table, so the same answer.
+            raise CalendarRangeError(
+                f"date {utc.date().isoformat()} is outside the supported calendar range "
+                f"{_RANGE_TEXT}", field="client_time") from None
         code = country.upper() if country else None
         return Moment(
             utc=utc,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 __all__ = ["FUNCTION_WORDS", "KeyFunction", "content_keys", "fallback_search_keys", "stop_keys_for"]
 
@@ -78,6 +79,10 @@ def content_keys(text: str, keys: KeyFunction, stop: Iterable[str]) -> list[str]
     return [k for k in keys(text) if k not in stop_set and len(k) > 1]
 
 
+@lru_cache(maxsize=32)
 def stop_keys_for(keys: KeyFunction) -> frozenset[str]:
-    """:data:`FUNCTION_WORDS` passed through ``keys``, so any key function agrees."""
+    """:data:`FUNCTION_WORDS` passed through ``keys``, so any key function agrees.
+
+    Cached per key function: every turn builds a tool registry that asks again.
+    """
     return frozenset(keys(" ".join(sorted(FUNCTION_WORDS))))

@@ -31,14 +31,24 @@ class ToolRegistry:
         self._by_name = {t.spec.name: t for t in tools}
         self._keys = keys
         self._stop = stop_keys_for(keys)
-        # Per tool: one key set for the description and one per example utterance.
-        self._index: dict[str, list[frozenset[str]]] = {
-            t.spec.name: [
-                frozenset(content_keys(text, keys, self._stop))
-                for text in (t.spec.description, *t.examples)
-            ]
-            for t in tools
-        }
+        self._index_built: dict[str, list[frozenset[str]]] | None = None
+
+    @property
+    def _index(self) -> dict[str, list[frozenset[str]]]:
+        """Per tool: one key set for the description and one per example utterance.
+
+        Built on first use: a registry is built every turn, and with ``k`` or
+        fewer tools (the common case) ``select`` never ranks, so never needs it.
+        """
+        if self._index_built is None:
+            self._index_built = {
+                t.spec.name: [
+                    frozenset(content_keys(text, self._keys, self._stop))
+                    for text in (t.spec.description, *t.examples)
+                ]
+                for t in self._tools
+            }
+        return self._index_built
 
     def __len__(self) -> int:
         return len(self._tools)

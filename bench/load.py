@@ -1,0 +1,329 @@
+"""Load on a running service, against a bare LangGraph graph of the same shape.
+
+``.venv/bin/python bench/load.py [--streams 32] [--turns 10] [--workers 1] [--mode both]``
+
+Starts ``diwaniya serve`` as a subprocess on a free port with PostgreSQL = a
+fresh database on 127.0.0.1:5432 (``--admin-dsn``), the offline responder and
+``--workers N``; this process is the load generator.  N concurrent streams
+(one TCP connection each, so ``--workers`` spreads them) each send M turns:
+
+* ``fresh``: every turn starts a new thread;
+* ``continuing``: every stream first opens a thread (not counted), then sends
+  its M turns on it.
+
+Reported per mode: turns/s, time to first event (TTFE) and turn latency
+p50/p95/p99, errors by gRPC status, and the server's CPU per turn (utime +
+stime of the server process and its workers, from /proc/<pid>/stat).
+
+In the same run, after the service has stopped, the same concurrency drives a
+bare graph of the service's shape in this process: five nodes in a line, an
+AsyncPostgresSaver on an equally configured psycopg pool, ``durability="exit"``
+— the anchor for "how much does the service add".  Its turns/s and CPU per
+turn are printed with the ratio service / bare.
+
+Prints a table, writes bench/results/load.json; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import operator  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from collections import Counter  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Annotated, Any, TypedDict  # noqa: E402
+
+import grpc  # noqa: E402
+import psycopg  # noqa: E402
+
+from service import DiwaniyaClient  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+# Real support-chat openings and follow-ups in several dialects (offline responder).
+TEXTS = ["السلام عليكم، عندي مشكلة في الطلب", "شلونك؟ وين وصل طلبي؟", "ازيك، الشحنة اتأخرت ليه؟",
+         "كيفك؟ بدي رجّع الغرض", "بغيت نبدل العنوان ديال التوصيل", "شكو ماكو؟ اريد الفاتورة",
+         "مرحبا، كم يوم ياخذ الاسترجاع؟", "يعطيك العافية، تمام"]
+
+
+# ------------------------------------------------------------------ stats
+def pct(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+@dataclass
+class Phase:
+    name: str
+    turns: int = 0
+    wall_s: float = 0.0
+    ttfe_ms: list[float] = field(default_factory=list)
+    latency_ms: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    cpu_s: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns, "wall_s": round(self.wall_s, 3),
+            "turns_per_s": round(self.turns / self.wall_s, 1) if self.wall_s else 0.0,
+            **{f"ttfe_p{p}_ms": _round(pct(self.ttfe_ms, p)) for p in (50, 95, 99)},
+            **{f"latency_p{p}_ms": _round(pct(self.latency_ms, p)) for p in (50, 95, 99)},
+            "errors": dict(self.errors),
+            "server_cpu_ms_per_turn": round(self.cpu_s / self.turns * 1000, 2)
+            if self.turns else None,
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICK
+
+
+def server_pids(root: int) -> list[int]:
+    pids = [root]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == root:
+                pids.append(int(entry))
+    return pids
+
+
+# -------------------------------------------------------------- service
+def start_server(dsn: str, workers: int, pool_max: int) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "DATABASE_URL": dsn, "DIWANIYA_LISTEN": "127.0.0.1:0",
+           "DIWANIYA_LOG_LEVEL": "WARNING", "DIWANIYA_POOL_MAX_SIZE": str(pool_max),
+           "DIWANIYA_DRAIN_DELAY_S": "0", "DIWANIYA_DRAIN_GRACE_S": "5",
+           "DIWANIYA_MAX_CONCURRENT_STREAMS": "1024"}
+    env.pop("DIWANIYA_MODEL_BASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--workers", str(workers)],
+        env=env, stdout=subprocess.PIPE, text=True, cwd=_HERE.parent)
+    line = proc.stdout.readline() if proc.stdout else ""
+    if "listening on" not in line:
+        proc.kill()
+        raise SystemExit(f"server did not start: {line!r}")
+    return proc, line.strip().rsplit(" ", 1)[-1]
+
+
+async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
+                   thread_id: str) -> str:
+    started = time.perf_counter()
+    first: float | None = None
+    last_thread = thread_id
+    try:
+        async for event in client.send(text, user_id=user, thread_id=thread_id, timeout_s=120):
+            if first is None:
+                first = time.perf_counter()
+            last_thread = event.thread_id or last_thread
+    except grpc.aio.AioRpcError as exc:
+        phase.errors[exc.code().name] += 1
+        return last_thread
+    done = time.perf_counter()
+    phase.turns += 1
+    phase.ttfe_ms.append(((first or done) - started) * 1000)
+    phase.latency_ms.append((done - started) * 1000)
+    return last_thread
+
+
+async def drive_service(target: str, pids: list[int], mode: str, streams: int,
+                        turns: int) -> Phase:
+    phase = Phase(f"service/{mode}")
+    clients = [DiwaniyaClient(target, own_connection=True) for _ in range(streams)]
+    try:
+        users = [f"load-{uuid.uuid4().hex[:8]}" for _ in range(streams)]
+        threads = [""] * streams
+        if mode == "continuing":
+            warm = Phase("warm-up")
+            threads = list(await asyncio.gather(*(
+                one_turn(c, warm, "السلام عليكم", u, "") for c, u in zip(clients, users,
+                                                                        strict=True))))
+        else:  # connect every channel and warm the server before the clock starts
+            warm = Phase("warm-up")
+            await asyncio.gather(*(one_turn(c, warm, "السلام عليكم", u, "")
+                                   for c, u in zip(clients, users, strict=True)))
+
+        async def stream(i: int) -> None:
+            for j in range(turns):
+                text = TEXTS[(i + j) % len(TEXTS)]
+                await one_turn(clients[i], phase, text, users[i], threads[i])
+
+        cpu0, t0 = cpu_seconds(pids), time.perf_counter()
+        await asyncio.gather(*(stream(i) for i in range(streams)))
+        phase.wall_s = time.perf_counter() - t0
+        phase.cpu_s = cpu_seconds(pids) - cpu0
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+    return phase
+
+
+# ------------------------------------------------------------ bare graph
+class State(TypedDict, total=False):
+    messages: Annotated[list[dict[str, Any]], operator.add]
+    turn: dict[str, Any]
+
+
+async def drive_bare(dsn: str, mode: str, streams: int, turns: int, pool_max: int) -> Phase:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.graph import END, START, StateGraph
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    def node(name: str) -> Any:
+        def run(state: State) -> dict[str, Any]:
+            turn = dict(state.get("turn") or {})
+            turn[name] = True
+            if name == "remember":
+                return {"turn": turn, "messages": [{"role": "user", "text": turn["text"]},
+                                                   {"role": "assistant", "text": "تمام"}]}
+            return {"turn": turn}
+        return run
+
+    names = ["analyse", "phase", "recall", "respond", "remember"]
+    builder = StateGraph(State)
+    for name in names:
+        builder.add_node(name, node(name))
+    builder.add_edge(START, names[0])
+    for a, b in itertools.pairwise(names):
+        builder.add_edge(a, b)
+    builder.add_edge(names[-1], END)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, min_size=2, max_size=pool_max, open=False, check=AsyncConnectionPool.check_connection,
+        kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 5})
+    await pool.open(wait=True)
+    saver = AsyncPostgresSaver(pool)
+    await saver.setup()
+    graph = builder.compile(checkpointer=saver)
+    phase = Phase(f"bare/{mode}")
+
+    async def turn(thread: str, text: str) -> None:
+        started = time.perf_counter()
+        config: Any = {"configurable": {"thread_id": thread}}
+        await graph.ainvoke({"turn": {"text": text}}, config, durability="exit")
+        done = time.perf_counter()
+        phase.turns += 1
+        phase.latency_ms.append((done - started) * 1000)
+
+    try:
+        threads = [uuid.uuid4().hex for _ in range(streams)]
+        # Untimed: opens the pool's connections and, for continuing, the threads.
+        await asyncio.gather(*(graph.ainvoke({"turn": {"text": "السلام عليكم"}},
+                                                 {"configurable": {"thread_id": t}},
+                                                 durability="exit") for t in threads))
+
+        async def stream(i: int) -> None:
+            for j in range(turns):
+                thread = threads[i] if mode == "continuing" else uuid.uuid4().hex
+                await turn(thread, TEXTS[(i + j) % len(TEXTS)])
+
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(stream(i) for i in range(streams)))
+        phase.wall_s = time.perf_counter() - t0
+        phase.cpu_s = time.process_time() - cpu0
+    finally:
+        await pool.close()
+    return phase
+
+
+# ------------------------------------------------------------------ main
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--streams", type=int, default=32)
+    ap.add_argument("--turns", type=int, default=10, help="turns per stream and mode")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--mode", choices=["fresh", "continuing", "both"], default="both")
+    ap.add_argument("--pool-max", type=int, default=20, help="PostgreSQL pool size per process")
+    ap.add_argument("--no-bare", action="store_true", help="skip the bare-graph anchor")
+    ap.add_argument("--admin-dsn", default=os.environ.get(
+        "DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"))
+    ap.add_argument("--out", type=Path, default=_HERE / "results" / "load.json")
+    args = ap.parse_args()
+    modes = ["fresh", "continuing"] if args.mode == "both" else [args.mode]
+
+    name = f"diwaniya_load_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    dsn = f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}"
+    phases: list[Phase] = []
+    try:
+        proc, target = start_server(dsn, args.workers, args.pool_max)
+        try:
+            pids = server_pids(proc.pid)
+            for mode in modes:
+                phases.append(asyncio.run(drive_service(target, pids, mode, args.streams,
+                                                        args.turns)))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if not args.no_bare:
+            for mode in modes:
+                phases.append(asyncio.run(drive_bare(dsn, mode, args.streams, args.turns,
+                                                     args.pool_max)))
+    finally:
+        with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    rows = {p.name: p.summary() for p in phases}
+    ratios = {}
+    for mode in modes:
+        svc, bare = rows.get(f"service/{mode}"), rows.get(f"bare/{mode}")
+        if svc and bare and bare["turns_per_s"]:
+            ratios[mode] = round(svc["turns_per_s"] / bare["turns_per_s"], 3)
+
+    print(f"load: {args.streams} streams x {args.turns} turns, --workers {args.workers}, "
+          f"PostgreSQL, offline responder ({os.cpu_count()} CPUs)")
+    head = (f"{'phase':<20}{'turns/s':>9}{'cpu ms/turn':>12}{'ttfe p50/p95/p99 ms':>24}"
+            f"{'latency p50/p95/p99 ms':>26}  errors")
+    print(head)
+    print("-" * len(head))
+    for key, r in rows.items():
+        ttfe = "/".join(f"{r[f'ttfe_p{p}_ms'] or 0:.0f}" for p in (50, 95, 99))
+        lat = "/".join(f"{r[f'latency_p{p}_ms'] or 0:.0f}" for p in (50, 95, 99))
+        if key.startswith("bare"):
+            ttfe = "-"
+        print(f"{key:<20}{r['turns_per_s']:>9.1f}{r['server_cpu_ms_per_turn'] or 0:>12.2f}"
+              f"{ttfe:>24}{lat:>26}  {r['errors'] or ''}")
+    for mode, ratio in ratios.items():
+        print(f"service / bare graph throughput ({mode}): {ratio:.2f}")
+    result = {"benchmark": "load", "streams": args.streams, "turns": args.turns,
+              "workers": args.workers, "cpus": os.cpu_count(), "phases": rows,
+              "ratio_vs_bare": ratios}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    print(json.dumps(result, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
