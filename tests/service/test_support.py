@@ -90,13 +90,14 @@ async def test_order_number_is_remembered_and_reused_without_asking_again(run_se
 
 async def test_a_number_given_after_being_asked_is_understood(run_service) -> None:
     async with run_service() as svc:
-        t = _Thread(svc, "u1", "IQ")
+        # Its own user: the PostgreSQL database (and its memories) is shared by the session.
+        t = _Thread(svc, "asked-number", "IQ")
         asked = await t.say("اريد ارجع الطلب مالتي")
         voice = t.voice
         given = await t.say("48213")
         later = await t.say("شوكت يوصل طلبي؟")
-        thread = await svc.client.get_thread(t.id, user_id="u1")
-        facts = await svc.app.store.user_records("default", "u1", limit=10)
+        thread = await svc.client.get_thread(t.id, user_id="asked-number")
+        facts = await svc.app.store.user_records("default", "asked-number", limit=10)
     assert voice in {"iraqi", "neutral"}
     assert SAY("ask_order_number", voice) in asked
     assert "48213" in given and SAY("ask_order_number", voice) not in given
