@@ -43,6 +43,7 @@ from majlis.models import PhraseBook
 from majlis.models.offline import stream_words
 from majlis.nodes.respond import RegistryFactory
 from majlis.persistence import Persistence
+from majlis.queueing import EnteringLock
 from majlis.requests import (
     Limits,
     TurnRequest,
@@ -134,14 +135,15 @@ class ConversationEngine:
         deadline = time.monotonic() + timeout
 
         thread_id = req.thread_id
-        if thread_id:
-            await self._owned(req.tenant, req.user_id, thread_id)
-        else:
-            thread_id = uuid.uuid4().hex
-            await self._db.threads.create(ThreadRow(
-                thread_id=thread_id, tenant=req.tenant, user_id=req.user_id, title="",
-                created_at=at, updated_at=at, turn_count=0,
-            ))
+        with self._db.errors():
+            if thread_id:
+                await self._owned(req.tenant, req.user_id, thread_id)
+            else:
+                thread_id = uuid.uuid4().hex
+                await self._db.threads.create(ThreadRow(
+                    thread_id=thread_id, tenant=req.tenant, user_id=req.user_id, title="",
+                    created_at=at, updated_at=at, turn_count=0,
+                ))
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         wait = min(self._config.enqueue_wait_s, max(0.0, deadline - time.monotonic()))
         # Not made "current": the span lives across yields to the caller.
@@ -150,17 +152,19 @@ class ConversationEngine:
             "diwaniya.request_id": req.request_id, "diwaniya.country": req.country})
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
-            async with contextlib.aclosing(self._locked_turn(
-                req, thread_id, at, tz, deadline, timeout, config, wait
-            )) as turn_events:
-                async for envelope in turn_events:
-                    if isinstance(envelope.event, TurnCompleted):
-                        span.set_attributes({
-                            "diwaniya.turn_id": envelope.turn_id,
-                            "diwaniya.phase": envelope.event.phase,
-                            "diwaniya.dialect": envelope.event.dialect,
-                            "diwaniya.replayed": envelope.event.replayed})
-                    yield envelope
+            # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
+            with self._db.errors():
+                async with contextlib.aclosing(self._locked_turn(
+                    req, thread_id, at, tz, deadline, timeout, config, wait
+                )) as turn_events:
+                    async for envelope in turn_events:
+                        if isinstance(envelope.event, TurnCompleted):
+                            span.set_attributes({
+                                "diwaniya.turn_id": envelope.turn_id,
+                                "diwaniya.phase": envelope.event.phase,
+                                "diwaniya.dialect": envelope.event.dialect,
+                                "diwaniya.replayed": envelope.event.replayed})
+                        yield envelope
         except BaseException as exc:
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
@@ -172,7 +176,12 @@ class ConversationEngine:
         self, req: TurnRequest, thread_id: str, at: datetime, tz: str, deadline: float,
         budget_s: float, config: RunnableConfig, wait: float,
     ) -> AsyncGenerator[Envelope, None]:
-        async with self._db.threads.lock(thread_id, policy=self._config.policy, wait_s=wait):
+        lock = EnteringLock(lambda on_wait: self._db.threads.lock(
+            thread_id, policy=self._config.policy, wait_s=wait, on_wait=on_wait))
+        # Waiting for capacity is said at once (a ``queued`` event), never in silence.
+        async for queued in lock.wait():
+            yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
+        async with lock:
             if req.request_id:
                 snapshot = await self._graph.aget_state(config)
                 done = (snapshot.values.get("completed") or {}).get(req.request_id)
@@ -256,7 +265,8 @@ class ConversationEngine:
         if not request.call_id or len(request.call_id) > 128:
             raise InvalidRequest("call_id is required: the approval_required.call_id",
                                  field="call_id")
-        await self._owned(request.tenant, request.user_id, request.thread_id)
+        with self._db.errors():
+            await self._owned(request.tenant, request.user_id, request.thread_id)
         thread_id = request.thread_id
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         async with self._db.threads.lock(thread_id, policy=self._config.policy,
@@ -317,8 +327,9 @@ class ConversationEngine:
         return row
 
     async def get_thread(self, tenant: str, user_id: str, thread_id: str) -> ThreadView:
-        row = await self._owned(tenant, user_id, thread_id)
-        snapshot = await self._graph.aget_state({"configurable": {"thread_id": thread_id}})
+        with self._db.errors():
+            row = await self._owned(tenant, user_id, thread_id)
+            snapshot = await self._graph.aget_state({"configurable": {"thread_id": thread_id}})
         values = snapshot.values or {}
         messages = [
             ThreadMessage(role=m["role"], text=m["text"], turn_id=m["turn_id"], phase=m["phase"],
@@ -337,7 +348,8 @@ class ConversationEngine:
         if not 1 <= page_size <= 100:
             raise InvalidRequest("page_size must be between 1 and 100", field="page_size")
         after = _decode_token(page_token) if page_token else None
-        rows = await self._db.threads.list(tenant, user_id, limit=page_size + 1, after=after)
+        with self._db.errors():
+            rows = await self._db.threads.list(tenant, user_id, limit=page_size + 1, after=after)
         more = len(rows) > page_size
         rows = rows[:page_size]
         token = _encode_token(rows[-1]) if more else ""
@@ -349,11 +361,12 @@ class ConversationEngine:
         Takes the thread's turn lock (reject policy): deleting under a running
         turn would let that turn write its checkpoint back afterwards.
         """
-        await self._owned(tenant, user_id, thread_id)
-        async with self._db.threads.lock(thread_id, policy="reject", wait_s=0):
-            await self._db.checkpointer.adelete_thread(thread_id)
-            erased = await self._store.erase_thread(tenant, thread_id)
-            await self._db.threads.delete(tenant, thread_id)
+        with self._db.errors():
+            await self._owned(tenant, user_id, thread_id)
+            async with self._db.threads.lock(thread_id, policy="reject", wait_s=0):
+                await self._db.checkpointer.adelete_thread(thread_id)
+                erased = await self._store.erase_thread(tenant, thread_id)
+                await self._db.threads.delete(tenant, thread_id)
         return erased
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -10,7 +11,8 @@ from datetime import datetime
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from majlis.threads import Policy, ThreadRow, WaiterCounter, acquire_polling
+from majlis.store_errors import translate_store_errors
+from majlis.threads import OnWait, Policy, ThreadRow, WaiterCounter, acquire_polling
 
 # Advisory-lock key space: the first argument of the two-int form names our
 # application ("DW" in ASCII) so that other software's advisory locks on the
@@ -38,7 +40,12 @@ _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
 class PostgresThreadStore:
     """Threads in PostgreSQL. ``pool`` serves queries; ``lock_pool`` holds one
-    connection per running turn for its advisory lock (so locks never starve queries)."""
+    connection per running turn for its advisory lock (so locks never starve queries).
+
+    Pool and connection failures leave as domain errors (majlis.store_errors):
+    a lock pool that is merely full is RESOURCE_EXHAUSTED, a database that is
+    down is UNAVAILABLE — each after at most the pool's checkout timeout.
+    """
 
     def __init__(
         self, pool: AsyncConnectionPool, lock_pool: AsyncConnectionPool, *, max_waiters: int = 8
@@ -46,6 +53,9 @@ class PostgresThreadStore:
         self._pool = pool
         self._lock_pool = lock_pool
         self._waiters = WaiterCounter(max_waiters)
+        self._held = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def migrate(self) -> None:
         async with self._pool.connection() as conn, conn.transaction():
@@ -105,31 +115,61 @@ class PostgresThreadStore:
             return cur.rowcount > 0
 
     @asynccontextmanager
-    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[None]:
-        async with self._waiters.waiting(thread_id), self._lock_pool.connection() as conn:
-
-            async def try_lock() -> bool:
-                cur = await conn.execute(
-                    "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)
-                )
-                row = await cur.fetchone()
-                return bool(row and row[0])
-
-            await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s)
+    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
+                   on_wait: OnWait | None = None) -> AsyncIterator[None]:
+        async with self._waiters.waiting(thread_id, policy=policy):
+            if on_wait is not None and self._lock_pool_full():
+                # Every lock connection holds a running turn: say so now, not
+                # after the checkout timeout.
+                on_wait("lock_pool", self._lock_pool.get_stats().get("requests_waiting", 0) + 1)
+            with translate_store_errors(self._lock_pool):
+                conn = await self._lock_pool.getconn()
+            self._held += 1
+            self._idle.clear()
             try:
-                yield
-            finally:
-                # The lock is session-level: release it before the connection
-                # returns to the pool, even when the turn was cancelled. If the
-                # unlock itself fails, close the connection — PostgreSQL then
-                # drops the lock — rather than pool a connection that holds it.
+
+                async def try_lock() -> bool:
+                    with translate_store_errors():
+                        cur = await conn.execute(
+                            "SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                            (_LOCK_CLASS, thread_id))
+                        row = await cur.fetchone()
+                    return bool(row and row[0])
+
+                await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
+                                      on_wait=on_wait,
+                                      position=lambda: self._waiters.position(thread_id))
                 try:
-                    await asyncio.shield(conn.execute(
-                        "SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)))
-                except BaseException:
-                    await conn.close()
-                    raise
+                    yield
+                finally:
+                    # The lock is session-level: release it before the connection
+                    # returns to the pool, even when the turn was cancelled. If the
+                    # unlock itself fails, close the connection — PostgreSQL then
+                    # drops the lock — rather than pool a connection that holds it.
+                    try:
+                        await asyncio.shield(conn.execute(
+                            "SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                            (_LOCK_CLASS, thread_id)))
+                    except BaseException:
+                        await conn.close()
+                        raise
+            finally:
+                await asyncio.shield(self._lock_pool.putconn(conn))
+                self._held -= 1
+                if not self._held:
+                    self._idle.set()
+
+    def _lock_pool_full(self) -> bool:
+        stats = self._lock_pool.get_stats()
+        return (stats.get("pool_size", 0) >= self._lock_pool.max_size
+                and stats.get("pool_available", 0) == 0)
 
     async def ping(self) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute("SELECT 1")
+        with translate_store_errors(self._pool):
+            async with self._pool.connection() as conn:
+                await conn.execute("SELECT 1")
+
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        """Wait up to ``timeout_s`` for cancelled turns to unlock and return their connections."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout_s)

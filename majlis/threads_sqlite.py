@@ -3,22 +3,31 @@
 Locks are lease rows (thread_id, owner, expires_at) renewed by a heartbeat
 while the turn runs; this excludes turns across processes sharing the file,
 and a crashed holder's lease simply lapses.
+
+Each lease also names its holder process: pid, boot id and the process's start
+time (``/proc/self/stat``, so a reused pid — pid 1 in every container — is not
+mistaken for the dead holder). At startup, leases whose holder is provably
+gone are cleared, so a thread whose turn died with a SIGKILLed process takes a
+new turn at once instead of answering ABORTED until the lease lapses.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import aiosqlite
 
-from majlis.threads import Policy, ThreadRow, WaiterCounter, acquire_polling
+from majlis.threads import OnWait, Policy, ThreadRow, WaiterCounter, acquire_polling
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS diwaniya_threads (
@@ -40,6 +49,58 @@ CREATE TABLE IF NOT EXISTS diwaniya_thread_leases (
 """
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
+
+# Added after the first release: the holder process of a lease.
+_LEASE_OWNER_COLUMNS = (("owner_pid", "INTEGER NOT NULL DEFAULT 0"),
+                        ("owner_boot", "TEXT NOT NULL DEFAULT ''"),
+                        ("owner_start", "TEXT NOT NULL DEFAULT ''"))
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessId:
+    """Who holds a lease: pid, boot id and the process's start time (a pid-reuse guard)."""
+
+    pid: int
+    boot: str
+    start: str
+
+    @classmethod
+    def current(cls, proc: Path = Path("/proc")) -> ProcessId:
+        pid = os.getpid()
+        return cls(pid, _boot_id(proc), _start_time(proc, pid) or uuid.uuid4().hex)
+
+    def alive(self, proc: Path = Path("/proc")) -> bool:
+        """Whether this process still runs (on this machine, since this boot)."""
+        if self.boot != _boot_id(proc):
+            return False
+        started = _start_time(proc, self.pid)
+        if started is None:
+            # No /proc entry: fall back to signalling it (works without /proc too).
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+            return not (proc / "self").exists()
+        return started == self.start
+
+
+def _boot_id(proc: Path) -> str:
+    try:
+        return (proc / "sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _start_time(proc: Path, pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat (clock ticks since boot); None: no such process."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its ")".
+    return stat.rpartition(")")[2].split()[19]
 
 
 async def enable_wal(conn: aiosqlite.Connection, *, wait_s: float = 10.0) -> None:
@@ -73,16 +134,61 @@ class SqliteThreadStore:
     """Threads in the embedded SQLite file (its own connection, WAL mode)."""
 
     def __init__(self, conn: aiosqlite.Connection, *, lease_ttl_s: float = 30.0,
-                 max_waiters: int = 8) -> None:
+                 max_waiters: int = 8, process: ProcessId | None = None) -> None:
         self._conn = conn
         self._ttl = lease_ttl_s
         self._waiters = WaiterCounter(max_waiters)
         self._write = asyncio.Lock()  # aiosqlite shares one connection: serialise write txns
+        self._me = process or ProcessId.current()
+        self._held: set[str] = set()  # owners of this process's live leases
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def migrate(self) -> None:
         await enable_wal(self._conn)
         await self._conn.executescript(_DDL)
+        async with self._conn.execute("PRAGMA table_info(diwaniya_thread_leases)") as cur:
+            have = {row[1] for row in await cur.fetchall()}
+        for name, decl in _LEASE_OWNER_COLUMNS:
+            if name not in have:
+                await self._conn.execute(
+                    f"ALTER TABLE diwaniya_thread_leases ADD COLUMN {name} {decl}")
         await self._conn.commit()
+
+    async def clear_dead_leases(self) -> int:
+        """Delete leases whose holder process is gone (another boot, or no such process).
+
+        Leases without an owner (written before owners were recorded) are left to
+        lapse by their expiry. Returns how many were cleared.
+        """
+        async with self._conn.execute(
+            "SELECT thread_id, owner, owner_pid, owner_boot, owner_start"
+            " FROM diwaniya_thread_leases WHERE owner_pid > 0"
+        ) as cur:
+            rows = await cur.fetchall()
+        dead = [(r[0], r[1]) for r in rows if not ProcessId(r[2], r[3], r[4]).alive()]
+        if dead:
+            async with self._write:
+                await self._conn.executemany(
+                    "DELETE FROM diwaniya_thread_leases WHERE thread_id = ? AND owner = ?", dead)
+                await self._conn.commit()
+        return len(dead)
+
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        """Before the connection closes: let cancelled turns give their leases back.
+
+        Waits up to ``timeout_s`` for every lease this process holds to be
+        released, then deletes whatever is left of this process's leases — the
+        turns that held them can no longer write once the stores close.
+        """
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        async with self._write:
+            await self._conn.execute(
+                "DELETE FROM diwaniya_thread_leases"
+                " WHERE owner_pid = ? AND owner_boot = ? AND owner_start = ?",
+                (self._me.pid, self._me.boot, self._me.start))
+            await self._conn.commit()
 
     async def create(self, row: ThreadRow) -> None:
         async with self._write:
@@ -143,8 +249,10 @@ class SqliteThreadStore:
                 (thread_id, now),
             )
             cur = await self._conn.execute(
-                "INSERT OR IGNORE INTO diwaniya_thread_leases VALUES (?,?,?)",
-                (thread_id, owner, now + self._ttl),
+                "INSERT OR IGNORE INTO diwaniya_thread_leases"
+                " (thread_id, owner, expires_at, owner_pid, owner_boot, owner_start)"
+                " VALUES (?,?,?,?,?,?)",
+                (thread_id, owner, now + self._ttl, self._me.pid, self._me.boot, self._me.start),
             )
             await self._conn.commit()
             return cur.rowcount == 1
@@ -161,29 +269,43 @@ class SqliteThreadStore:
                 await self._conn.commit()
 
     @asynccontextmanager
-    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[None]:
+    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
+                   on_wait: OnWait | None = None) -> AsyncIterator[None]:
         owner = uuid.uuid4().hex
-        async with self._waiters.waiting(thread_id):
-            await acquire_polling(
-                lambda: self._try_lease(thread_id, owner), thread_id, policy=policy, wait_s=wait_s
-            )
-        heartbeat = asyncio.create_task(self._renew(thread_id, owner))
+        # Counted from before the first try: drain() must wait for a lease
+        # that is being written while the turn is cancelled.
+        self._held.add(owner)
+        self._idle.clear()
         try:
-            yield
+            async with self._waiters.waiting(thread_id, policy=policy):
+                await acquire_polling(
+                    lambda: self._try_lease(thread_id, owner), thread_id, policy=policy,
+                    wait_s=wait_s, on_wait=on_wait,
+                    position=lambda: self._waiters.position(thread_id),
+                )
+            heartbeat = asyncio.create_task(self._renew(thread_id, owner))
+            try:
+                yield
+            finally:
+                heartbeat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await heartbeat
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
             # Shielded: a cancelled turn must still give the lease back.
             await asyncio.shield(self._release(thread_id, owner))
 
     async def _release(self, thread_id: str, owner: str) -> None:
-        async with self._write:
-            await self._conn.execute(
-                "DELETE FROM diwaniya_thread_leases WHERE thread_id = ? AND owner = ?",
-                (thread_id, owner),
-            )
-            await self._conn.commit()
+        try:
+            async with self._write:
+                await self._conn.execute(
+                    "DELETE FROM diwaniya_thread_leases WHERE thread_id = ? AND owner = ?",
+                    (thread_id, owner),
+                )
+                await self._conn.commit()
+        finally:
+            self._held.discard(owner)
+            if not self._held:
+                self._idle.set()
 
     async def ping(self) -> None:
         async with self._conn.execute("SELECT 1") as cur:

@@ -18,15 +18,23 @@ async def open_store(
     *,
     sqlite_path: Path,
     keys: KeyFunction | None = None,
+    pool_max: int = 10,
+    connect_timeout_s: float = 60.0,
+    command_timeout_s: float | None = None,
+    acquire_timeout_s: float | None = None,
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
-    The caller reads configuration; this function only receives it.
+    The caller reads configuration; this function only receives it (pool size
+    and timeouts apply to PostgreSQL only).
     """
     key_fn = keys or default_keys()
     store: MemoryStore
     if database_url:
-        store = await PostgresMemoryStore.connect(_asyncpg_dsn(database_url), keys=key_fn)
+        store = await PostgresMemoryStore.connect(
+            _asyncpg_dsn(database_url), keys=key_fn, max_size=pool_max,
+            connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,
+            acquire_timeout_s=acquire_timeout_s)
     else:
         store = SqliteMemoryStore(sqlite_path, keys=key_fn)
     await store.setup()

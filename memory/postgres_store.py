@@ -26,7 +26,7 @@ from typing import Any
 
 import asyncpg
 
-from diwaniya.errors import Unavailable
+from diwaniya.errors import StoreUnavailable, Unavailable
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import MAX_K, KeyFunction, search_terms
@@ -294,8 +294,10 @@ class PostgresMemoryStore:
         keys: KeyFunction,
         owns_pool: bool = False,
         candidate_budget: int = CANDIDATE_BUDGET,
+        acquire_timeout_s: float | None = None,
     ) -> None:
         self._pool = pool
+        self._acquire_timeout = acquire_timeout_s
         self._budget = candidate_budget
         self._keys = keys
         self._word_keys = WordKeys(keys)
@@ -310,28 +312,39 @@ class PostgresMemoryStore:
         min_size: int = 1,
         max_size: int = 10,
         candidate_budget: int = CANDIDATE_BUDGET,
+        connect_timeout_s: float = 60.0,
+        command_timeout_s: float | None = None,
+        acquire_timeout_s: float | None = None,
     ) -> PostgresMemoryStore:
-        """Open a pool for ``dsn`` that :meth:`close` will close."""
+        """Open a pool for ``dsn`` that :meth:`close` will close.
+
+        The timeouts bound a database outage: connecting (asyncpg reconnects
+        on each acquire), one statement, and waiting for a pooled connection.
+        """
         try:
             # JIT compiles a plan once its estimated cost passes jit_above_cost;
             # at 1M rows a GIN bitmap plan does, and 10-50 ms of compiling a
             # query that runs in 5 ms is exactly the p99 we must avoid.
             pool = await asyncpg.create_pool(
-                dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"}
+                dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"},
+                timeout=connect_timeout_s, command_timeout=command_timeout_s,
             )
-        except (OSError, asyncpg.PostgresError) as exc:
+        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
-        return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget)
+        return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget,
+                   acquire_timeout_s=acquire_timeout_s)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection; a lost or unreachable database becomes Unavailable."""
         try:
-            async with self._pool.acquire() as conn:
+            async with self._pool.acquire(timeout=self._acquire_timeout) as conn:
                 yield conn
-        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+        except (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
                 asyncpg.CannotConnectNowError) as exc:
-            raise Unavailable(f"the memory database is unavailable: {exc}") from exc
+            raise StoreUnavailable(
+                f"the memory database is unavailable ({exc or type(exc).__name__}); "
+                "retry in a few seconds") from exc
 
     async def setup(self) -> None:
         async with self._conn() as conn, conn.transaction():

@@ -83,6 +83,8 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
                 text=e.text, phase=e.phase, dialect=e.dialect,
                 dialect_confidence=e.dialect_confidence, script=e.script,
                 checkpoint_id=e.checkpoint_id, replayed=e.replayed))
+        case ev.Queued():
+            out.queued.CopyFrom(pb.Queued(reason=e.reason, position=e.position))
         case ev.TurnError():
             out.error.CopyFrom(pb.Error(code=e.code, message=e.message, retryable=e.retryable))
     return out

@@ -16,8 +16,9 @@ from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from majlis.engine import ConversationEngine
 from service import convert
+from service import errors as status
 from service.auth import ApiKeyAuth
-from service.errors import error_code, status_for
+from service.errors import error_code
 
 log = logging.getLogger("diwaniya.service")
 T = TypeVar("T")
@@ -42,7 +43,7 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
     @staticmethod
     async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> None:
         if isinstance(exc, DiwaniyaError):
-            await context.abort(status_for(exc), exc.message)
+            await status.abort(context, exc)
         ref = uuid.uuid4().hex[:12]
         log.exception("internal error (ref %s)", ref, exc_info=exc)
         await context.abort(grpc.StatusCode.INTERNAL,
@@ -111,7 +112,8 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
                         thread_id = envelope.thread_id
                         out.put_nowait(convert.turn_event(envelope))
             except DiwaniyaError as exc:
-                out.put_nowait(convert.error_event(thread_id, error_code(exc), exc.message))
+                out.put_nowait(convert.error_event(thread_id, error_code(exc), exc.message,
+                                                   retryable=status.retryable(exc)))
             except asyncio.CancelledError:
                 out.put_nowait(convert.error_event(
                     thread_id, "cancelled",
