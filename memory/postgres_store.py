@@ -26,7 +26,7 @@ from typing import Any
 
 import asyncpg
 
-from diwaniya.errors import StoreUnavailable, Unavailable
+from diwaniya.errors import ResourceExhausted, StoreUnavailable, Unavailable
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import MAX_K, KeyFunction, search_terms
@@ -338,8 +338,19 @@ class PostgresMemoryStore:
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection; a lost or unreachable database becomes Unavailable."""
         try:
-            async with self._pool.acquire(timeout=self._acquire_timeout) as conn:
+            try:
+                conn = await self._pool.acquire(timeout=self._acquire_timeout)
+            except TimeoutError:
+                if self._pool.get_size() >= self._pool.get_max_size() and \
+                        not self._pool.get_idle_size():
+                    raise ResourceExhausted(
+                        f"all {self._pool.get_max_size()} memory database connections are "
+                        "busy; retry in a moment", retry_after_s=1.0) from None
+                raise
+            try:
                 yield conn
+            finally:
+                await self._pool.release(conn)
         except (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
                 asyncpg.CannotConnectNowError) as exc:
             raise StoreUnavailable(
