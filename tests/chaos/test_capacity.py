@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -48,9 +48,9 @@ async def serving(dsn: str, data_dir: Path, model_url: str, **overrides: Any
 
 
 @pytest.fixture
-def model() -> AsyncIterator[ScriptedOpenAIServer]:
+def model() -> Iterator[ScriptedOpenAIServer]:
     server = ScriptedOpenAIServer()
-    yield server  # type: ignore[misc]
+    yield server
     server.close()
 
 
