@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import sqlite3
 import time
 import uuid
@@ -53,24 +54,34 @@ _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 # Added after the first release: the holder process of a lease.
 _LEASE_OWNER_COLUMNS = (("owner_pid", "INTEGER NOT NULL DEFAULT 0"),
                         ("owner_boot", "TEXT NOT NULL DEFAULT ''"),
-                        ("owner_start", "TEXT NOT NULL DEFAULT ''"))
+                        ("owner_start", "TEXT NOT NULL DEFAULT ''"),
+                        ("owner_host", "TEXT NOT NULL DEFAULT ''"))
 
 
 @dataclass(frozen=True, slots=True)
 class ProcessId:
-    """Who holds a lease: pid, boot id and the process's start time (a pid-reuse guard)."""
+    """Who holds a lease: pid, boot id and the process's start time (a pid-reuse guard).
+
+    ``host`` (the hostname) tells whether pids are comparable at all: a
+    process in another container sharing the file has pids this one cannot
+    see, so its leases are left to lapse rather than judged dead.
+    """
 
     pid: int
     boot: str
     start: str
+    host: str = ""
 
     @classmethod
     def current(cls, proc: Path = Path("/proc")) -> ProcessId:
         pid = os.getpid()
-        return cls(pid, _boot_id(proc), _start_time(proc, pid) or uuid.uuid4().hex)
+        return cls(pid, _boot_id(proc), _start_time(proc, pid) or uuid.uuid4().hex,
+                   socket.gethostname())
 
     def alive(self, proc: Path = Path("/proc")) -> bool:
-        """Whether this process still runs (on this machine, since this boot)."""
+        """Whether this process may still run; False only when it provably does not."""
+        if self.host != socket.gethostname():
+            return True  # another host or container: its pids are not ours to check
         if self.boot != _boot_id(proc):
             return False
         started = _start_time(proc, self.pid)
@@ -146,14 +157,25 @@ class SqliteThreadStore:
 
     async def migrate(self) -> None:
         await enable_wal(self._conn)
-        await self._conn.executescript(_DDL)
-        async with self._conn.execute("PRAGMA table_info(diwaniya_thread_leases)") as cur:
-            have = {row[1] for row in await cur.fetchall()}
-        for name, decl in _LEASE_OWNER_COLUMNS:
-            if name not in have:
-                await self._conn.execute(
-                    f"ALTER TABLE diwaniya_thread_leases ADD COLUMN {name} {decl}")
-        await self._conn.commit()
+        # One IMMEDIATE transaction: it takes the write lock up front (waiting
+        # via busy_timeout), so processes migrating at once run one after the
+        # other — a DDL statement that upgrades a stale read to a write would
+        # fail at once with "database is locked" instead of waiting.
+        await self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _DDL.split(";"):
+                if statement.strip():
+                    await self._conn.execute(statement)
+            async with self._conn.execute("PRAGMA table_info(diwaniya_thread_leases)") as cur:
+                have = {row[1] for row in await cur.fetchall()}
+            for name, decl in _LEASE_OWNER_COLUMNS:
+                if name not in have:
+                    await self._conn.execute(
+                        f"ALTER TABLE diwaniya_thread_leases ADD COLUMN {name} {decl}")
+            await self._conn.commit()
+        except BaseException:
+            await self._conn.rollback()
+            raise
 
     async def clear_dead_leases(self) -> int:
         """Delete leases whose holder process is gone (another boot, or no such process).
@@ -162,11 +184,11 @@ class SqliteThreadStore:
         lapse by their expiry. Returns how many were cleared.
         """
         async with self._conn.execute(
-            "SELECT thread_id, owner, owner_pid, owner_boot, owner_start"
+            "SELECT thread_id, owner, owner_pid, owner_boot, owner_start, owner_host"
             " FROM diwaniya_thread_leases WHERE owner_pid > 0"
         ) as cur:
             rows = await cur.fetchall()
-        dead = [(r[0], r[1]) for r in rows if not ProcessId(r[2], r[3], r[4]).alive()]
+        dead = [(r[0], r[1]) for r in rows if not ProcessId(r[2], r[3], r[4], r[5]).alive()]
         if dead:
             async with self._write:
                 await self._conn.executemany(
@@ -185,9 +207,9 @@ class SqliteThreadStore:
             await asyncio.wait_for(self._idle.wait(), timeout_s)
         async with self._write:
             await self._conn.execute(
-                "DELETE FROM diwaniya_thread_leases"
-                " WHERE owner_pid = ? AND owner_boot = ? AND owner_start = ?",
-                (self._me.pid, self._me.boot, self._me.start))
+                "DELETE FROM diwaniya_thread_leases WHERE owner_pid = ? AND owner_boot = ?"
+                " AND owner_start = ? AND owner_host = ?",
+                (self._me.pid, self._me.boot, self._me.start, self._me.host))
             await self._conn.commit()
 
     async def create(self, row: ThreadRow) -> None:
@@ -249,10 +271,10 @@ class SqliteThreadStore:
                 (thread_id, now),
             )
             cur = await self._conn.execute(
-                "INSERT OR IGNORE INTO diwaniya_thread_leases"
-                " (thread_id, owner, expires_at, owner_pid, owner_boot, owner_start)"
-                " VALUES (?,?,?,?,?,?)",
-                (thread_id, owner, now + self._ttl, self._me.pid, self._me.boot, self._me.start),
+                "INSERT OR IGNORE INTO diwaniya_thread_leases (thread_id, owner, expires_at,"
+                " owner_pid, owner_boot, owner_start, owner_host) VALUES (?,?,?,?,?,?,?)",
+                (thread_id, owner, now + self._ttl, self._me.pid, self._me.boot, self._me.start,
+                 self._me.host),
             )
             await self._conn.commit()
             return cur.rowcount == 1

@@ -100,13 +100,15 @@ async def test_leases_of_dead_processes_are_cleared_and_live_ones_kept(tmp_path:
     gone = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
     await gone.wait()
     me = ProcessId.current()
-    dead_pid = ProcessId(gone.pid, me.boot, "12345")
-    other_boot = ProcessId(me.pid, "another-boot", me.start)
-    reused_pid = ProcessId(me.pid, me.boot, "not-my-start-time")  # pid 1 in a new container
+    dead_pid = ProcessId(gone.pid, me.boot, "12345", me.host)
+    other_boot = ProcessId(me.pid, "another-boot", me.start, me.host)
+    reused_pid = ProcessId(me.pid, me.boot, "not-my-start-time", me.host)  # pid 1, new container
+    # Another container on the same file: its pids mean nothing here, so it is kept.
+    elsewhere = ProcessId(gone.pid, me.boot, "12345", "another-host")
     async with aiosqlite.connect(path) as conn:
         stores = {name: SqliteThreadStore(conn, process=pid) for name, pid in
                   [("dead", dead_pid), ("boot", other_boot), ("reused", reused_pid),
-                   ("live", me)]}
+                   ("live", me), ("other-host", elsewhere)]}
         await stores["live"].migrate()
         for name, store in stores.items():
             assert await store._try_lease(f"th-{name}", f"owner-{name}")
@@ -118,11 +120,12 @@ async def test_leases_of_dead_processes_are_cleared_and_live_ones_kept(tmp_path:
         for name in ("dead", "boot", "reused"):
             async with fresh.lock(f"th-{name}", policy="reject", wait_s=0):
                 pass
-        with pytest.raises(ThreadBusy):
-            async with fresh.lock("th-live", policy="reject", wait_s=0):
-                pass
+        for name in ("live", "other-host"):
+            with pytest.raises(ThreadBusy):
+                async with fresh.lock(f"th-{name}", policy="reject", wait_s=0):
+                    pass
     assert cleared == 3
-    assert await _lease_owners(path) == [("th-live", me.pid)]
+    assert await _lease_owners(path) == [("th-live", me.pid), ("th-other-host", gone.pid)]
 
 
 async def test_drain_waits_for_cancelled_turns_to_give_their_leases_back(
