@@ -153,18 +153,17 @@ class ConversationEngine:
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
-            with self._db.errors():
-                async with contextlib.aclosing(self._locked_turn(
-                    req, thread_id, at, tz, deadline, timeout, config, wait
-                )) as turn_events:
-                    async for envelope in turn_events:
-                        if isinstance(envelope.event, TurnCompleted):
-                            span.set_attributes({
-                                "diwaniya.turn_id": envelope.turn_id,
-                                "diwaniya.phase": envelope.event.phase,
-                                "diwaniya.dialect": envelope.event.dialect,
-                                "diwaniya.replayed": envelope.event.replayed})
-                        yield envelope
+            async with self._db.errors(), contextlib.aclosing(self._locked_turn(
+                req, thread_id, at, tz, deadline, timeout, config, wait
+            )) as turn_events:
+                async for envelope in turn_events:
+                    if isinstance(envelope.event, TurnCompleted):
+                        span.set_attributes({
+                            "diwaniya.turn_id": envelope.turn_id,
+                            "diwaniya.phase": envelope.event.phase,
+                            "diwaniya.dialect": envelope.event.dialect,
+                            "diwaniya.replayed": envelope.event.replayed})
+                    yield envelope
         except BaseException as exc:
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))

@@ -24,7 +24,7 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,7 @@ class Persistence:
     drain_timeout_s: float = 5.0
     retry_after_s: float = 1.0
 
-    def errors(self) -> AbstractContextManager[None]:
+    def errors(self) -> translate_store_errors:
         """``with persistence.errors():`` — database failures inside become domain errors."""
         return translate_store_errors(self.pool, retry_after_s=self.retry_after_s)
 

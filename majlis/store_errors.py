@@ -10,9 +10,8 @@ not broken), never a driver exception that would surface as INTERNAL.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
@@ -54,17 +53,33 @@ def store_error(exc: BaseException, pool: AsyncConnectionPool[Any] | None = None
     return None
 
 
-@contextmanager
-def translate_store_errors(pool: AsyncConnectionPool[Any] | None = None, *,
-                           retry_after_s: float = RETRY_AFTER_S) -> Iterator[None]:
-    """Re-raise database failures inside the block as domain errors."""
-    try:
-        yield
-    except Exception as exc:
-        mapped = store_error(exc, pool, retry_after_s=retry_after_s)
+# Lower-case: it reads like the function it replaces, ``with translate_store_errors():``.
+class translate_store_errors:
+    """Re-raise database failures inside the block as domain errors (sync or async ``with``)."""
+
+    def __init__(self, pool: AsyncConnectionPool[Any] | None = None, *,
+                 retry_after_s: float = RETRY_AFTER_S) -> None:
+        self._pool = pool
+        self._retry_after_s = retry_after_s
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
+        if exc is None:
+            return False
+        mapped = store_error(exc, self._pool, retry_after_s=self._retry_after_s)
         if mapped is None:
-            raise
+            return False
         raise mapped from exc
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> Literal[False]:
+        return self.__exit__(exc_type, exc, tb)
 
 
 def _all_busy(pool: AsyncConnectionPool[Any]) -> bool:
