@@ -52,7 +52,14 @@ class PermissionDenied(DiwaniyaError):
 
 
 class ResourceExhausted(DiwaniyaError):
-    """A limit was hit: queue full, rate limit, too many streams (→ RESOURCE_EXHAUSTED)."""
+    """A limit was hit: queue full, rate limit, too many streams (→ RESOURCE_EXHAUSTED).
+
+    ``retry_after_s``: when trying again is likely to work (sent as RetryInfo).
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class DeadlineExceeded(DiwaniyaError):
@@ -60,7 +67,26 @@ class DeadlineExceeded(DiwaniyaError):
 
 
 class Unavailable(DiwaniyaError):
-    """A dependency (database, model endpoint) cannot be reached (→ UNAVAILABLE)."""
+    """A dependency (database, model endpoint) cannot be reached (→ UNAVAILABLE).
+
+    ``retry_after_s``: when trying again is likely to work (sent as RetryInfo).
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class StoreUnavailable(Unavailable):
+    """The database (checkpoints, thread registry, memory) is down or unreachable.
+
+    Raised at the majlis/memory boundary for pool and connection failures, so
+    that reads and turns alike answer UNAVAILABLE with a retry hint instead of
+    hanging or reporting an internal error.
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float | None = 1.0) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
 
 
 class ModelError(DiwaniyaError):

@@ -53,6 +53,7 @@ from majlis.models import PhraseBook
 from majlis.models.offline import stream_words
 from majlis.nodes.respond import RegistryFactory
 from majlis.persistence import Persistence
+from majlis.queueing import EnteringLock
 from majlis.requests import (
     Limits,
     TurnRequest,
@@ -149,7 +150,8 @@ class ConversationEngine:
         timeout = min(timeout_s or self._config.turn_timeout_s, self._config.turn_timeout_s)
         deadline = time.monotonic() + timeout
 
-        thread_id, replay = await self._claim(req, at)
+        with self._db.errors():
+            thread_id, replay = await self._claim(req, at)
         if replay is not None:
             # A finished request is immutable: replaying needs no lock.
             for envelope in _replayed(replay):
@@ -163,7 +165,8 @@ class ConversationEngine:
             "diwaniya.request_id": req.request_id, "diwaniya.country": req.country})
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
-            async with contextlib.aclosing(self._locked_turn(
+            # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
+            async with self._db.errors(), contextlib.aclosing(self._locked_turn(
                 req, thread_id, at, tz, deadline, timeout, config, wait
             )) as turn_events:
                 async for envelope in turn_events:
@@ -219,8 +222,12 @@ class ConversationEngine:
         budget_s: float, config: RunnableConfig, wait: float,
     ) -> AsyncGenerator[Envelope, None]:
         key = RequestKey(req.tenant, req.user_id, req.request_id) if req.request_id else None
-        async with self._db.threads.lock(thread_id, policy=self._config.policy,
-                                         wait_s=wait) as lease:
+        lock = EnteringLock(lambda on_wait: self._db.threads.lock(
+            thread_id, policy=self._config.policy, wait_s=wait, on_wait=on_wait))
+        # Waiting for capacity is said at once (a ``queued`` event), never in silence.
+        async for queued in lock.wait():
+            yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
+        async with lock as lease:
             if key is not None:
                 # Another replica may have finished this request while we waited.
                 done = await self._db.threads.get_request(
@@ -329,7 +336,8 @@ class ConversationEngine:
         if not request.call_id or len(request.call_id) > 128:
             raise InvalidRequest("call_id is required: the approval_required.call_id",
                                  field="call_id")
-        await self._owned(request.tenant, request.user_id, request.thread_id)
+        with self._db.errors():
+            await self._owned(request.tenant, request.user_id, request.thread_id)
         thread_id = request.thread_id
         key = (RequestKey(request.tenant, request.user_id, request.request_id)
                if request.request_id else None)
@@ -410,8 +418,9 @@ class ConversationEngine:
         return row
 
     async def get_thread(self, tenant: str, user_id: str, thread_id: str) -> ThreadView:
-        row = await self._owned(tenant, user_id, thread_id)
-        snapshot = await self._graph.aget_state({"configurable": {"thread_id": thread_id}})
+        with self._db.errors():
+            row = await self._owned(tenant, user_id, thread_id)
+            snapshot = await self._graph.aget_state({"configurable": {"thread_id": thread_id}})
         values = snapshot.values or {}
         messages = [
             ThreadMessage(role=m["role"], text=m["text"], turn_id=m["turn_id"], phase=m["phase"],
@@ -449,7 +458,8 @@ class ConversationEngine:
         if not 1 <= page_size <= 100:
             raise InvalidRequest("page_size must be between 1 and 100", field="page_size")
         after = _decode_token(page_token) if page_token else None
-        rows = await self._db.threads.list(tenant, user_id, limit=page_size + 1, after=after)
+        with self._db.errors():
+            rows = await self._db.threads.list(tenant, user_id, limit=page_size + 1, after=after)
         more = len(rows) > page_size
         rows = rows[:page_size]
         token = _encode_token(rows[-1]) if more else ""
@@ -461,11 +471,12 @@ class ConversationEngine:
         Takes the thread's turn lock (reject policy): deleting under a running
         turn would let that turn write its checkpoint back afterwards.
         """
-        await self._owned(tenant, user_id, thread_id)
-        async with self._db.threads.lock(thread_id, policy="reject", wait_s=0):
-            await self._db.checkpointer.adelete_thread(thread_id)
-            erased = await self._store.erase_thread(tenant, thread_id)
-            await self._db.threads.delete(tenant, thread_id)
+        with self._db.errors():
+            await self._owned(tenant, user_id, thread_id)
+            async with self._db.threads.lock(thread_id, policy="reject", wait_s=0):
+                await self._db.checkpointer.adelete_thread(thread_id)
+                erased = await self._store.erase_thread(tenant, thread_id)
+                await self._db.threads.delete(tenant, thread_id)
         return erased
 
 

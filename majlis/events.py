@@ -108,6 +108,17 @@ class TurnCompleted:
 
 
 @dataclass(frozen=True, slots=True)
+class Queued:
+    """The turn waits for capacity: ``thread_busy`` (another turn runs on the
+    thread) or ``lock_pool`` (every lock connection holds a running turn).
+    Sent before ``turn_started``, with ``seq`` 0 and no ``turn_id`` yet."""
+
+    reason: str = ""
+    position: int = 0
+    kind: Literal["queued"] = "queued"
+
+
+@dataclass(frozen=True, slots=True)
 class TurnError:
     code: str = ""
     message: str = ""
@@ -127,6 +138,7 @@ Event = (
     | Handoff
     | TurnCompleted
     | TurnError
+    | Queued
 )
 
 _BY_KIND: dict[str, type[Any]] = {
@@ -143,6 +155,7 @@ _BY_KIND: dict[str, type[Any]] = {
         Handoff,
         TurnCompleted,
         TurnError,
+        Queued,
     )
 }
 

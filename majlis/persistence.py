@@ -10,14 +10,24 @@ checkpoint is written only by its fenced commit (docs/fencing.md).
 Migrations are safe when several replicas start at once: PostgreSQL DDL runs
 under an advisory lock, because LangGraph's own ``setup()`` races on its
 ``checkpoint_migrations`` insert.
+
+Outages: every pool has a short checkout timeout and a connect timeout, so a
+call fails with UNAVAILABLE (majlis.store_errors) instead of hanging while the
+database is away. psycopg-pool backs reconnection off exponentially (1 s, 2 s,
+4 s … — 49 s to recover after a 60 s outage); ``reconnect_timeout`` bounds one
+such attempt, after which the next demand (a call, or the readiness check)
+starts a fresh attempt at once, so recovery takes seconds however long the
+outage was.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +42,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import Unavailable
 from majlis.fence import DeferredSaver
+from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
 from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
 from majlis.threads_sqlite import SqliteThreadStore, enable_wal
@@ -45,6 +56,18 @@ class Persistence:
     threads: ThreadStore
     backend: str
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    pool: AsyncConnectionPool[Any] | None = None
+    drain_timeout_s: float = 5.0
+    retry_after_s: float = 1.0
+
+    def errors(self) -> translate_store_errors:
+        """``with persistence.errors():`` — database failures inside become domain errors."""
+        return translate_store_errors(self.pool, retry_after_s=self.retry_after_s)
+
+    async def drain(self) -> None:
+        """Wait (bounded) until cancelled turns have given their thread locks back."""
+        if self._closers:
+            await self.threads.drain(self.drain_timeout_s)
 
     async def ping(self) -> None:
         """Raise :class:`Unavailable` when the database does not answer (readiness)."""
@@ -54,6 +77,9 @@ class Persistence:
             raise Unavailable(f"{self.backend} database is not answering: {exc}") from exc
 
     async def close(self) -> None:
+        # Cancelled turns give their locks back on these connections: wait for
+        # them before closing, or their leases outlive the process.
+        await self.drain()
         for close in reversed(self._closers):
             await close()
         self._closers.clear()
@@ -118,6 +144,21 @@ async def migrate_postgres(
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
 
+@dataclass(frozen=True, slots=True)
+class PoolOptions:
+    """Sizes and timeouts of the psycopg pools (service.settings DIWANIYA_PG_*)."""
+
+    min_size: int = 2
+    max_size: int = 20
+    lock_pool_size: int = 64
+    checkout_timeout_s: float = 5.0
+    connect_timeout_s: float = 3.0
+    reconnect_timeout_s: float = 4.0
+    max_waiting: int = 256
+    open_timeout_s: float = 10.0
+    retry_after_s: float = 1.0
+
+
 async def open_postgres(
     dsn: str,
     *,
@@ -127,20 +168,31 @@ async def open_postgres(
     prepare_threshold: int | None = 5,
     migrate: bool = True,
     max_waiters: int = 8,
+    options: PoolOptions | None = None,
 ) -> Persistence:
-    kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": prepare_threshold}
+    o = options or PoolOptions(min_size=min_size, max_size=max_size,
+                               lock_pool_size=lock_pool_size)
+    # libpq's connect_timeout is whole seconds (at least 2 honoured in practice).
+    connect = max(1, round(o.connect_timeout_s))
+    kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": prepare_threshold,
+              "connect_timeout": connect}
+    common: dict[str, Any] = {
+        "open": False, "check": _check_if_idle,
+        "timeout": o.checkout_timeout_s, "reconnect_timeout": o.reconnect_timeout_s,
+        "max_waiting": o.max_waiting,
+    }
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
-        check=_check_if_idle, name="diwaniya",
+        dsn, min_size=min(o.min_size, o.max_size), max_size=o.max_size, kwargs=kwargs,
+        name="diwaniya", **common,
     )
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        dsn, min_size=1, max_size=lock_pool_size,
-        kwargs={"autocommit": True, "prepare_threshold": None},
-        open=False, check=_check_if_idle, name="diwaniya-locks",
+        dsn, min_size=1, max_size=o.lock_pool_size,
+        kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": connect},
+        name="diwaniya-locks", **common,
     )
     try:
-        await pool.open(wait=True, timeout=10)
-        await lock_pool.open(wait=True, timeout=10)
+        await pool.open(wait=True, timeout=o.open_timeout_s)
+        await lock_pool.open(wait=True, timeout=o.open_timeout_s)
         if migrate:
             await migrate_postgres(dsn, prepare_threshold=prepare_threshold)
     except Exception as exc:
@@ -149,7 +201,8 @@ async def open_postgres(
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
     saver = DeferredSaver(AsyncPostgresSaver(pool))
-    return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close])
+    return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
+                       retry_after_s=o.retry_after_s)
 
 
 async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8) -> Persistence:
@@ -163,5 +216,9 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
     if migrate:
         await inner.setup()
         await threads.migrate()
+    # A process that died mid-turn (SIGKILL, a grace period that ran out) left
+    # its leases behind: clear them now rather than answer "busy" until they lapse.
+    with suppress(sqlite3.OperationalError):  # a file from before migrations: they lapse
+        await threads.clear_dead_leases()
     return Persistence(DeferredSaver(inner), threads, "sqlite",
                        [saver_conn.close, registry_conn.close])

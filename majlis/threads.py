@@ -35,6 +35,9 @@ from typing import Any, Literal, Protocol
 from diwaniya.errors import ResourceExhausted, ThreadBusy
 
 Policy = Literal["reject", "enqueue"]
+# Called by a lock that has to wait: (reason, position), e.g. ("thread_busy", 2) —
+# the engine turns it into an early ``queued`` event so a waiting client hears something.
+OnWait = Callable[[str, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +122,7 @@ class ThreadStore(Protocol):
     ) -> list[ThreadRow]: ...
     async def delete(self, tenant: str, thread_id: str) -> bool: ...
     def lock(
-        self, thread_id: str, *, policy: Policy, wait_s: float
+        self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None
     ) -> AbstractAsyncContextManager[Lease]: ...
     async def commit_turn(
         self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit
@@ -140,22 +143,37 @@ class ThreadStore(Protocol):
         ...
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None: ...
     async def ping(self) -> None: ...
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        """Wait (bounded) until this process's turns have given their locks back."""
+        ...
 
 
 class WaiterCounter:
-    """Bounds how many turns may queue on one thread in this process (policy ``enqueue``)."""
+    """Bounds how many turns may queue on one thread in this process (policy ``enqueue``).
+
+    Under ``reject`` nothing queues — a busy thread answers ABORTED at once —
+    so the counter does not apply and never answers RESOURCE_EXHAUSTED.
+    """
 
     def __init__(self, max_waiters: int) -> None:
         self._max = max_waiters
         self._waiting: dict[str, int] = {}
 
+    def position(self, thread_id: str) -> int:
+        """Turns of this process waiting on ``thread_id`` (the running one not counted)."""
+        return self._waiting.get(thread_id, 0)
+
     @asynccontextmanager
-    async def waiting(self, thread_id: str) -> AsyncIterator[None]:
+    async def waiting(self, thread_id: str, *, policy: Policy = "enqueue"
+                      ) -> AsyncIterator[None]:
+        if policy != "enqueue":
+            yield
+            return
         n = self._waiting.get(thread_id, 0)
         if n >= self._max:
             raise ResourceExhausted(
                 f"thread {thread_id} already has {n} turns waiting; "
-                "retry after the current ones finish"
+                "retry after the current ones finish", retry_after_s=1.0
             )
         self._waiting[thread_id] = n + 1
         try:
@@ -187,6 +205,8 @@ async def acquire_polling(
     policy: Policy,
     wait_s: float,
     interval_s: float = 0.05,
+    on_wait: OnWait | None = None,
+    position: Callable[[], int] | None = None,
 ) -> None:
     """Call ``try_acquire`` until it returns True, bounded by ``wait_s`` under ``enqueue``.
 
@@ -202,6 +222,9 @@ async def acquire_polling(
         waited = time.monotonic() - start
         if waited >= wait_s:
             raise busy_error(thread_id, waited)
+        if on_wait is not None:
+            on_wait("thread_busy", position() if position else 0)
+            on_wait = None  # once: the client needs to hear it is queued, not every poll
         await asyncio.sleep(min(interval_s, max(0.0, wait_s - waited)))
         interval_s = min(interval_s * 1.5, 0.5)
 

@@ -10,6 +10,7 @@ already in flight, so it always starts from the committed head.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -24,9 +25,11 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import LeaseLost, NotFound
+from majlis.store_errors import translate_store_errors
 from majlis.threads import (
     CheckpointWrites,
     Lease,
+    OnWait,
     Policy,
     RequestKey,
     RequestRecord,
@@ -102,7 +105,12 @@ _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
 class PostgresThreadStore:
     """Threads in PostgreSQL. ``pool`` serves queries; ``lock_pool`` holds one
-    connection per running turn for its advisory lock (so locks never starve queries)."""
+    connection per running turn for its advisory lock (so locks never starve queries).
+
+    Pool and connection failures leave as domain errors (majlis.store_errors):
+    a lock pool that is merely full is RESOURCE_EXHAUSTED, a database that is
+    down is UNAVAILABLE — each after at most the pool's checkout timeout.
+    """
 
     def __init__(
         self, pool: AsyncConnectionPool, lock_pool: AsyncConnectionPool, *, max_waiters: int = 8
@@ -111,6 +119,9 @@ class PostgresThreadStore:
         self._lock_pool = lock_pool
         self._waiters = WaiterCounter(max_waiters)
         self._pruned_at = float("-inf")
+        self._held = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def migrate(self) -> None:
         async with self._pool.connection() as conn, conn.transaction():
@@ -223,7 +234,8 @@ class PostgresThreadStore:
         self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
         window_s: float,
     ) -> RequestRecord:
-        async with self._pool.connection() as conn, conn.transaction():
+        async with translate_store_errors(self._pool), self._pool.connection() as conn, \
+                conn.transaction():
             await self._prune(conn, window_s)
             # An expired record no longer binds the request_id.
             await conn.execute(
@@ -249,7 +261,7 @@ class PostgresThreadStore:
         return found
 
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
-        async with self._pool.connection() as conn:
+        async with translate_store_errors(self._pool), self._pool.connection() as conn:
             found = await self._select_request(conn, key, window_s)
         return found
 
@@ -275,44 +287,75 @@ class PostgresThreadStore:
             f"DELETE FROM diwaniya_requests WHERE NOT ({_LIVE})", (window_s,))
 
     @asynccontextmanager
-    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float) -> AsyncIterator[Lease]:
-        async with self._waiters.waiting(thread_id), self._lock_pool.connection() as conn:
-
-            async def try_lock() -> bool:
-                cur = await conn.execute(
-                    "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)
-                )
-                row = await cur.fetchone()
-                return bool(row and row[0])
-
-            await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s)
+    async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
+                   on_wait: OnWait | None = None) -> AsyncIterator[Lease]:
+        async with self._waiters.waiting(thread_id, policy=policy):
+            if on_wait is not None and self._lock_pool_full():
+                # Every lock connection holds a running turn: say so now, not
+                # after the checkout timeout.
+                on_wait("lock_pool", self._lock_pool.get_stats().get("requests_waiting", 0) + 1)
+            with translate_store_errors(self._lock_pool):
+                conn = await self._lock_pool.getconn()
+            self._held += 1
+            self._idle.clear()
             try:
-                # The fencing token: any earlier holder that lost its session
-                # without noticing can no longer commit (see commit_turn).
-                cur = await conn.execute(
-                    "UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-                    " WHERE thread_id = %s RETURNING lease_epoch", (thread_id,))
-                bumped = await cur.fetchone()
-                yield Lease(thread_id, bumped[0] if bumped else None)
-            finally:
-                # The lock is session-level: release it before the connection
-                # returns to the pool, even when the turn was cancelled. If the
-                # unlock itself fails, close the connection — PostgreSQL then
-                # drops the lock — rather than pool a connection that holds it.
-                # A session that is already gone (database restarted) holds no
-                # lock: the turn's outcome was decided by its fenced commit, so
-                # a failed unlock must not turn it into an error.
+
+                async def try_lock() -> bool:
+                    with translate_store_errors():
+                        cur = await conn.execute(
+                            "SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                            (_LOCK_CLASS, thread_id))
+                        row = await cur.fetchone()
+                    return bool(row and row[0])
+
+                await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
+                                      on_wait=on_wait,
+                                      position=lambda: self._waiters.position(thread_id))
                 try:
-                    await asyncio.shield(conn.execute(
-                        "SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_CLASS, thread_id)))
-                except Exception as exc:
-                    log.warning("unlock of thread %s failed (%s); closing its session",
-                                thread_id, exc)
-                    await conn.close()
-                except BaseException:
-                    await conn.close()
-                    raise
+                    # The fencing token: any earlier holder that lost its session
+                    # without noticing can no longer commit (see commit_turn).
+                    with translate_store_errors():
+                        cur = await conn.execute(
+                            "UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+                            " WHERE thread_id = %s RETURNING lease_epoch", (thread_id,))
+                        bumped = await cur.fetchone()
+                    yield Lease(thread_id, bumped[0] if bumped else None)
+                finally:
+                    # The lock is session-level: release it before the connection
+                    # returns to the pool, even when the turn was cancelled. If the
+                    # unlock itself fails, close the connection — PostgreSQL then
+                    # drops the lock — rather than pool a connection that holds it.
+                    # A session that is already gone (database restarted) holds no
+                    # lock: the turn's outcome was decided by its fenced commit, so
+                    # a failed unlock must not turn it into an error.
+                    try:
+                        await asyncio.shield(conn.execute(
+                            "SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                            (_LOCK_CLASS, thread_id)))
+                    except Exception as exc:
+                        log.warning("unlock of thread %s failed (%s); closing its session",
+                                    thread_id, exc)
+                        await conn.close()
+                    except BaseException:
+                        await conn.close()
+                        raise
+            finally:
+                await asyncio.shield(self._lock_pool.putconn(conn))
+                self._held -= 1
+                if not self._held:
+                    self._idle.set()
+
+    def _lock_pool_full(self) -> bool:
+        stats = self._lock_pool.get_stats()
+        return (stats.get("pool_size", 0) >= self._lock_pool.max_size
+                and stats.get("pool_available", 0) == 0)
 
     async def ping(self) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute("SELECT 1")
+        with translate_store_errors(self._pool):
+            async with self._pool.connection() as conn:
+                await conn.execute("SELECT 1")
+
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        """Wait up to ``timeout_s`` for cancelled turns to unlock and return their connections."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout_s)

@@ -21,20 +21,26 @@ async def open_store(
     keys: KeyFunction | None = None,
     expand: Expander | None = None,
     bridge: bool = True,
+    pool_max: int = 10,
+    connect_timeout_s: float = 60.0,
+    command_timeout_s: float | None = None,
+    acquire_timeout_s: float | None = None,
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
     Queries are expanded by ``expand``, else (``bridge=True``) by the dialect →
     MSA bridge (``nlp.dialect_to_msa``); ``bridge=False`` searches the
     customer's words alone.  The caller reads configuration; this function
-    only receives it.
+    only receives it (pool size and timeouts apply to PostgreSQL only).
     """
     key_fn = keys or default_keys()
     expander = expand or (default_expander() if bridge else None)
     store: MemoryStore
     if database_url:
-        store = await PostgresMemoryStore.connect(_asyncpg_dsn(database_url), keys=key_fn,
-                                                  expand=expander)
+        store = await PostgresMemoryStore.connect(
+            _asyncpg_dsn(database_url), keys=key_fn, expand=expander, max_size=pool_max,
+            connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,
+            acquire_timeout_s=acquire_timeout_s)
     else:
         store = SqliteMemoryStore(sqlite_path, keys=key_fn, expand=expander)
     await store.setup()

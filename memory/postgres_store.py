@@ -26,7 +26,7 @@ from typing import Any
 
 import asyncpg
 
-from diwaniya.errors import Unavailable
+from diwaniya.errors import ResourceExhausted, StoreUnavailable, Unavailable
 from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
@@ -320,9 +320,11 @@ class PostgresMemoryStore:
         owns_pool: bool = False,
         candidate_budget: int = CANDIDATE_BUDGET,
         expand: Expander | None = None,
+        acquire_timeout_s: float | None = None,
     ) -> None:
         self._pool = pool
         self._expand = expand  # query-side only (memory.expansion); the index never sees it
+        self._acquire_timeout = acquire_timeout_s
         self._budget = candidate_budget
         self._keys = keys
         self._word_keys = WordKeys(keys)
@@ -338,8 +340,15 @@ class PostgresMemoryStore:
         max_size: int = 10,
         candidate_budget: int = CANDIDATE_BUDGET,
         expand: Expander | None = None,
+        connect_timeout_s: float = 60.0,
+        command_timeout_s: float | None = None,
+        acquire_timeout_s: float | None = None,
     ) -> PostgresMemoryStore:
-        """Open a pool for ``dsn`` that :meth:`close` will close."""
+        """Open a pool for ``dsn`` that :meth:`close` will close.
+
+        The timeouts bound a database outage: connecting (asyncpg reconnects
+        on each acquire), one statement, and waiting for a pooled connection.
+        """
         try:
             # JIT compiles a plan once its estimated cost passes jit_above_cost;
             # at 1M rows a GIN bitmap plan does, and 10-50 ms of compiling a
@@ -347,21 +356,35 @@ class PostgresMemoryStore:
             pool = await asyncpg.create_pool(
                 dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"},
                 connection_class=_NoResetConnection,
+                timeout=connect_timeout_s, command_timeout=command_timeout_s,
             )
-        except (OSError, asyncpg.PostgresError) as exc:
+        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
         return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget,
-                   expand=expand)
+                   expand=expand, acquire_timeout_s=acquire_timeout_s)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection; a lost or unreachable database becomes Unavailable."""
         try:
-            async with self._pool.acquire() as conn:
+            try:
+                conn = await self._pool.acquire(timeout=self._acquire_timeout)
+            except TimeoutError:
+                if self._pool.get_size() >= self._pool.get_max_size() and \
+                        not self._pool.get_idle_size():
+                    raise ResourceExhausted(
+                        f"all {self._pool.get_max_size()} memory database connections are "
+                        "busy; retry in a moment", retry_after_s=1.0) from None
+                raise
+            try:
                 yield conn
-        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+            finally:
+                await self._pool.release(conn)
+        except (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
                 asyncpg.CannotConnectNowError) as exc:
-            raise Unavailable(f"the memory database is unavailable: {exc}") from exc
+            raise StoreUnavailable(
+                f"the memory database is unavailable ({exc or type(exc).__name__}); "
+                "retry in a few seconds") from exc
 
     async def setup(self) -> None:
         async with self._conn() as conn, conn.transaction():

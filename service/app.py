@@ -24,7 +24,7 @@ from majlis import culture
 from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
-from majlis.persistence import Persistence, open_postgres, open_sqlite
+from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
 from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
 from majlis.toolkit import TurnTools
@@ -61,6 +61,9 @@ class App:
         return Server(servicer, self.ready, options, self.draining)
 
     async def close(self) -> None:
+        # First: turns the server cancelled on shutdown still hold thread
+        # locks; they give them back before any connection closes.
+        await self.persistence.drain()
         await self.http.aclose()
         await self.store.close()
         await self.persistence.close()
@@ -156,11 +159,27 @@ async def open_persistence(settings: Settings) -> Persistence:
     dsn = settings.database_dsn()
     if dsn:
         return await open_postgres(
-            dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
-            prepare_threshold=settings.prepare_threshold, migrate=settings.migrate_on_start,
+            dsn, prepare_threshold=settings.prepare_threshold, migrate=settings.migrate_on_start,
             max_waiters=settings.enqueue_max_waiters,
+            options=PoolOptions(
+                min_size=settings.pool_min_size, max_size=settings.pool_max_size,
+                lock_pool_size=settings.pg_lock_pool_max,
+                checkout_timeout_s=settings.pg_checkout_timeout_s,
+                connect_timeout_s=settings.pg_connect_timeout_s,
+                reconnect_timeout_s=settings.pg_reconnect_timeout_s,
+                max_waiting=settings.pg_max_waiting, retry_after_s=settings.retry_after_s,
+            ),
         )
     return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters)
+
+
+async def open_memory(settings: Settings, keys: KeyFunction | None) -> MemoryStore:
+    return await open_store(
+        settings.database_dsn(), sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys,
+        pool_max=settings.pg_memory_pool_max, connect_timeout_s=settings.pg_connect_timeout_s,
+        command_timeout_s=settings.pg_command_timeout_s,
+        acquire_timeout_s=settings.pg_checkout_timeout_s,
+    )
 
 
 def search_key_function(settings: Settings,
@@ -195,8 +214,7 @@ async def build_app(
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)
     persistence = await open_persistence(settings)
     try:
-        store = await open_store(settings.database_dsn(),
-                                 sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys)
+        store = await open_memory(settings, keys)
     except BaseException:
         await persistence.close()
         raise

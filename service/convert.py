@@ -88,6 +88,8 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
                 message_dialect=e.message_dialect,
                 message_dialect_confidence=e.message_dialect_confidence,
                 reply_register=e.reply_register))
+        case ev.Queued():
+            out.queued.CopyFrom(pb.Queued(reason=e.reason, position=e.position))
         case ev.TurnError():
             out.error.CopyFrom(pb.Error(code=e.code, message=e.message, retryable=e.retryable))
     return out

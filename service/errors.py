@@ -1,8 +1,18 @@
-"""The one place where domain errors become gRPC status codes."""
+"""The one place where domain errors become gRPC status codes (and their details).
+
+UNAVAILABLE and RESOURCE_EXHAUSTED carry a ``google.rpc.RetryInfo`` detail
+(``grpc-status-details-bin``) when the domain error knows when to try again,
+so that clients and proxies can back off without parsing the message.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
 
 from diwaniya import errors
 
@@ -37,10 +47,43 @@ _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
 
 
 def is_retryable(exc: errors.DiwaniyaError) -> bool:
-    """True when sending the same message again may succeed (``Error.retryable``)."""
-    return status_for(exc) in _RETRYABLE
+    """True when sending the same message again may succeed (``Error.retryable``):
+    a retryable status, or an error that says when to retry."""
+    return status_for(exc) in _RETRYABLE or retry_after(exc) is not None
 
 
 def error_code(exc: errors.DiwaniyaError) -> str:
     """Stable code for an in-stream ``Error`` event (the status name, lower-cased)."""
     return status_for(exc).name.lower()
+
+
+def retry_after(exc: errors.DiwaniyaError) -> float | None:
+    """Seconds after which a retry is likely to work; None: no hint."""
+    value = getattr(exc, "retry_after_s", None)
+    return float(value) if value is not None else None
+
+
+def rich_status(exc: errors.DiwaniyaError) -> grpc.Status:
+    """The status for ``exc``, with RetryInfo when it says when to retry.
+
+    >>> s = rich_status(errors.StoreUnavailable("قاعدة البيانات متوقفة؛ retry in 1s"))
+    >>> s.code.name, s.trailing_metadata[0][0]
+    ('UNAVAILABLE', 'grpc-status-details-bin')
+    """
+    code = status_for(exc)
+    details: list[any_pb2.Any] = []
+    after = retry_after(exc)
+    if after is not None:
+        delay = duration_pb2.Duration()
+        delay.FromMilliseconds(int(after * 1000))
+        packed = any_pb2.Any()
+        packed.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
+        details.append(packed)
+    status = status_pb2.Status(code=code.value[0], message=exc.message, details=details)
+    return rpc_status.to_status(status)
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: errors.DiwaniyaError) -> None:
+    """End the RPC with ``exc``'s status, message and details (never returns)."""
+    status = rich_status(exc)
+    await context.abort(status.code, status.details, status.trailing_metadata)

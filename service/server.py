@@ -89,21 +89,29 @@ class Server:
         if self.port == 0:
             raise OSError(f"cannot listen on {self._options.listen}")
         await self._server.start()
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._check_ready()
         self._watch = asyncio.create_task(self._watch_readiness())
         return self.port
 
-    async def _set(self, status: int) -> None:
-        for name in ("", SERVICE_NAME):
-            await self.health.set(name, status)
+    async def _set_ready(self, status: int) -> None:
+        """Readiness: the service name, which load balancers and readiness probes ask.
+
+        Liveness (service ``""``, what Kubernetes' gRPC liveness probe asks) is
+        set SERVING at start and never follows the database: a database outage
+        must take replicas out of rotation, not restart every one of them.
+        """
+        await self.health.set(SERVICE_NAME, status)
 
     async def _check_ready(self) -> None:
         try:
             await asyncio.wait_for(self._ready(), timeout=5)
-            await self._set(health_pb2.HealthCheckResponse.SERVING)
+            status = health_pb2.HealthCheckResponse.SERVING
         except Exception as exc:
             log.warning("not ready: %s", exc)
-            await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
+            status = health_pb2.HealthCheckResponse.NOT_SERVING
+        if not self._draining.is_set():
+            await self._set_ready(status)
 
     async def _watch_readiness(self) -> None:
         while True:
@@ -121,7 +129,8 @@ class Server:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
-        await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
+        # Draining is readiness only: the process stays live until it exits.
+        await self._set_ready(health_pb2.HealthCheckResponse.NOT_SERVING)
         log.info("draining: NOT_SERVING for %.1fs, then up to %.1fs for open streams", delay,
                  grace)
         await asyncio.sleep(delay)

@@ -16,8 +16,9 @@ from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from majlis.engine import ConversationEngine
 from service import convert
+from service import errors as status
 from service.auth import ApiKeyAuth
-from service.errors import error_code, is_retryable, status_for
+from service.errors import error_code, is_retryable
 from service.wire import Undecodable
 
 log = logging.getLogger("diwaniya.service")
@@ -43,7 +44,7 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
     @staticmethod
     async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> None:
         if isinstance(exc, DiwaniyaError):
-            await context.abort(status_for(exc), exc.message)
+            await status.abort(context, exc)
         ref = uuid.uuid4().hex[:12]
         log.exception("internal error (ref %s)", ref, exc_info=exc)
         await context.abort(grpc.StatusCode.INTERNAL,

@@ -53,6 +53,8 @@ class Settings(BaseSettings):
         extra="ignore",
         # DIWANIYA_PREPARE_THRESHOLD=none (any optional setting) means None.
         env_parse_none_str="none",
+        # Settings(pool_max_size=4) as well as DIWANIYA_PG_POOL_MAX=4.
+        populate_by_name=True,
     )
 
     # --- network -----------------------------------------------------------
@@ -79,7 +81,30 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Path("./data")
     pool_min_size: int = Field(default=2, ge=1)
-    pool_max_size: int = Field(default=20, ge=1)
+    # DIWANIYA_PG_* (alias kept: DIWANIYA_POOL_MAX_SIZE) — the psycopg pool for
+    # checkpoints and thread rows.
+    pool_max_size: int = Field(
+        default=20, ge=1,
+        validation_alias=AliasChoices("DIWANIYA_PG_POOL_MAX", "DIWANIYA_POOL_MAX_SIZE"))
+    # One connection per running turn holds its thread's advisory lock.
+    pg_lock_pool_max: int = Field(default=64, ge=1)
+    # The asyncpg pool of the memory store.
+    pg_memory_pool_max: int = Field(default=10, ge=1)
+    # How long a call waits for a pooled connection before it fails: a turn
+    # with RESOURCE_EXHAUSTED (pool busy) or UNAVAILABLE (database down).
+    pg_checkout_timeout_s: float = Field(default=5.0, gt=0)
+    # TCP connect + authentication of one new connection.
+    pg_connect_timeout_s: float = Field(default=3.0, gt=0)
+    # One statement on the memory store (asyncpg command_timeout).
+    pg_command_timeout_s: float = Field(default=10.0, gt=0)
+    # Callers that may queue for a psycopg connection at once; more fail fast.
+    pg_max_waiting: int = Field(default=256, ge=0)
+    # How long one reconnection attempt backs off (1 s, 2 s, …) before it gives
+    # up and the next demand (a call, the readiness check) starts over at 1 s:
+    # this bounds recovery after an outage of any length to a few seconds.
+    pg_reconnect_timeout_s: float = Field(default=4.0, gt=0)
+    # The Retry-After hint (google.rpc.RetryInfo) sent with UNAVAILABLE.
+    retry_after_s: float = Field(default=1.0, ge=0)
     # psycopg prepares a statement after this many uses; None disables
     # prepared statements, which transaction-mode PgBouncer requires.
     prepare_threshold: int | None = 5

@@ -20,6 +20,9 @@ def test_probes_ask_for_the_real_service() -> None:
     deployment = next(d for d in _docs("deployment.yaml") if d["kind"] == "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"]["grpc"]["service"] == SERVICE_NAME
+    # Liveness asks the process-only health service "", never the readiness one.
+    assert container["livenessProbe"]["grpc"].get("service", "") == ""
+    assert container["livenessProbe"]["grpc"]["port"] == container["ports"][0]["containerPort"]
     assert container["ports"][0]["containerPort"] == 50051
 
 

@@ -512,6 +512,35 @@ class Error(_message.Message):
 Global___Error: _TypeAlias = Error  # noqa: Y015
 
 @_typing.final
+class Queued(_message.Message):
+    """The turn is waiting for capacity (the thread's running turn, or a database
+    connection for its lock); sent early, before turn_started, so a client never
+    waits in silence. It may be followed by turn_started or by an error status.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    POSITION_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """e.g. "thread_busy", "lock_pool" """
+    position: _builtins.int
+    """turns ahead of this one in this replica (0: unknown)"""
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+        position: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["position", b"position", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Queued: _TypeAlias = Queued  # noqa: Y015
+
+@_typing.final
 class TurnEvent(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -529,6 +558,7 @@ class TurnEvent(_message.Message):
     TURN_COMPLETED_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     HANDOFF_FIELD_NUMBER: _builtins.int
+    QUEUED_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     turn_id: _builtins.str
     seq: _builtins.int
@@ -554,6 +584,8 @@ class TurnEvent(_message.Message):
     def error(self) -> Global___Error: ...
     @_builtins.property
     def handoff(self) -> Global___Handoff: ...
+    @_builtins.property
+    def queued(self) -> Global___Queued: ...
     def __init__(
         self,
         *,
@@ -571,12 +603,13 @@ class TurnEvent(_message.Message):
         turn_completed: Global___TurnCompleted | None = ...,
         error: Global___Error | None = ...,
         handoff: Global___Handoff | None = ...,
+        queued: Global___Queued | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_required", b"approval_required", "error", b"error", "event", b"event", "handoff", b"handoff", "memory_cited", b"memory_cited", "phase_changed", b"phase_changed", "text_delta", b"text_delta", "tool_call", b"tool_call", "tool_result", b"tool_result", "turn_completed", b"turn_completed", "turn_started", b"turn_started", "usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_required", b"approval_required", "error", b"error", "event", b"event", "handoff", b"handoff", "memory_cited", b"memory_cited", "phase_changed", b"phase_changed", "queued", b"queued", "text_delta", b"text_delta", "tool_call", b"tool_call", "tool_result", b"tool_result", "turn_completed", b"turn_completed", "turn_started", b"turn_started", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_required", b"approval_required", "error", b"error", "event", b"event", "handoff", b"handoff", "memory_cited", b"memory_cited", "phase_changed", b"phase_changed", "seq", b"seq", "text_delta", b"text_delta", "thread_id", b"thread_id", "tool_call", b"tool_call", "tool_result", b"tool_result", "turn_completed", b"turn_completed", "turn_id", b"turn_id", "turn_started", b"turn_started", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_required", b"approval_required", "error", b"error", "event", b"event", "handoff", b"handoff", "memory_cited", b"memory_cited", "phase_changed", b"phase_changed", "queued", b"queued", "seq", b"seq", "text_delta", b"text_delta", "thread_id", b"thread_id", "tool_call", b"tool_call", "tool_result", b"tool_result", "turn_completed", b"turn_completed", "turn_id", b"turn_id", "turn_started", b"turn_started", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "phase_changed", "text_delta", "tool_call", "tool_result", "approval_required", "memory_cited", "usage", "turn_completed", "error", "handoff"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "phase_changed", "text_delta", "tool_call", "tool_result", "approval_required", "memory_cited", "usage", "turn_completed", "error", "handoff", "queued"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

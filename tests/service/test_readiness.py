@@ -27,10 +27,14 @@ async def test_readiness_follows_the_database(run_service, pg_dsn: str) -> None:
                           "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
             try:
                 down = await _wait_for(svc.client, "NOT_SERVING")
+                # Liveness is the process only: a database outage must not
+                # make Kubernetes restart the replica.
+                live = await svc.client.health()
             finally:
                 admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         up = await _wait_for(svc.client, "SERVING")
     assert down and up
+    assert live == "SERVING"
 
 
 async def _wait_for(client: DiwaniyaClient, status: str, within_s: float = 15.0) -> bool:

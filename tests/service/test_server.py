@@ -105,7 +105,8 @@ async def test_drain_finishes_open_streams_and_refuses_new_ones(
         assert first.HasField("turn_started")
         drain = asyncio.create_task(svc.server.drain(5.0, delay=0.5))
         await asyncio.sleep(0.1)
-        status = await svc.client.health()
+        status = await svc.client.health("diwaniya.v1.Conversations")
+        live = await svc.client.health()
         rest = []
         while (event := await call.read()) is not grpc.aio.EOF:
             rest.append(event)
@@ -113,6 +114,7 @@ async def test_drain_finishes_open_streams_and_refuses_new_ones(
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await collect(svc.client.send("هلا", user_id="u1"))
     assert status == "NOT_SERVING"
+    assert live == "SERVING"  # draining is readiness, not liveness
     assert rest[-1].HasField("turn_completed")
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
 

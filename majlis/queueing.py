@@ -1,0 +1,92 @@
+"""Entering a thread lock without leaving the client in silence.
+
+A turn may have to wait for its thread's lock: another turn runs on the thread
+(policy ``enqueue``), or every lock connection holds a running turn. The lock
+reports such a wait through its ``on_wait`` callback; :class:`EnteringLock`
+enters the lock in a task of its own so that the turn's event stream can say
+``queued`` at once, while it waits, instead of after the wait.
+
+>>> lock = EnteringLock(lambda on_wait: store.lock("t1", policy="enqueue",  # doctest: +SKIP
+...                                               wait_s=30, on_wait=on_wait))
+>>> async for queued in lock.wait():       # doctest: +SKIP
+...     print(queued)                        # Queued(reason='thread_busy', position=1)
+>>> async with lock:                        # doctest: +SKIP
+...     ...                                  # the turn, holding the lock
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Generic, TypeVar
+
+from majlis.events import Queued
+from majlis.threads import OnWait
+
+T = TypeVar("T")
+
+
+class EnteringLock(Generic[T]):
+    """Enter ``make(on_wait)`` (an async context manager), yielding a Queued per wait signal.
+
+    ``async with`` gives what the lock gives (the thread store's fencing ``Lease``).
+    """
+
+    def __init__(self, make: Callable[[OnWait], AbstractAsyncContextManager[T]]) -> None:
+        self._signals: list[Queued] = []
+        self._signalled = asyncio.Event()
+        self._cm = make(self._on_wait)
+        self._entered = False
+        self._value: T | None = None
+
+    def _on_wait(self, reason: str, position: int) -> None:
+        self._signals.append(Queued(reason=reason, position=max(0, position)))
+        self._signalled.set()
+
+    async def wait(self) -> AsyncIterator[Queued]:
+        """Enter the lock; yields ``Queued`` events while it waits. Raises what entering raises."""
+        enter: asyncio.Future[T] = asyncio.ensure_future(self._cm.__aenter__())
+        try:
+            while True:
+                signal = asyncio.ensure_future(self._signalled.wait())
+                try:
+                    await asyncio.wait({enter, signal}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    signal.cancel()
+                while self._signals:
+                    queued = self._signals.pop(0)
+                    if not enter.done():
+                        yield queued
+                self._signalled.clear()
+                if enter.done():
+                    self._value = enter.result()
+                    self._entered = True
+                    return
+        finally:
+            if not self._entered:
+                await self._abandon(enter)
+
+    async def _abandon(self, enter: asyncio.Future[T]) -> None:
+        # The turn went away (cancelled, client gone) while waiting: stop
+        # waiting, and give the lock back if it was taken in the meantime.
+        enter.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(enter)
+        if enter.done() and not enter.cancelled() and enter.exception() is None:
+            await asyncio.shield(self._cm.__aexit__(None, None, None))
+
+    async def __aenter__(self) -> T:
+        if not self._entered:
+            async for _ in self.wait():
+                pass
+        return self._value  # type: ignore[return-value]  # set by wait() on entering
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        if not self._entered:
+            return None
+        self._entered = False
+        return await self._cm.__aexit__(exc_type, exc, tb)
