@@ -21,7 +21,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from majlis.events import Queued
 from majlis.threads import OnWait
@@ -53,7 +53,8 @@ class EnteringLock(Generic[T]):
             while True:
                 signal = asyncio.ensure_future(self._signalled.wait())
                 try:
-                    await asyncio.wait({enter, signal}, return_when=asyncio.FIRST_COMPLETED)
+                    pending: set[asyncio.Future[Any]] = {enter, signal}
+                    await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     signal.cancel()
                 while self._signals:
