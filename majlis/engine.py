@@ -440,13 +440,19 @@ class ConversationEngine:
         """
         await self._owned(tenant, user_id, thread_id)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        async with self._db.threads.lock(thread_id, policy="reject", wait_s=0):
+        async with self._db.threads.lock(thread_id, policy="reject", wait_s=0) as lease:
             values = (await self._graph.aget_state(config)).values or {}
             if (values.get("handoff") or {}).get("active"):
-                # Written as the last node, like every thread field (see majlis.state).
-                await self._graph.aupdate_state(config, {"handoff": {
-                    "active": False, "released_at": self._clock.now().isoformat()}},
-                    as_node="remember")
+                at = self._clock.now()
+                # Written as the last node, like every thread field (see majlis.state),
+                # and committed fenced like a turn: a release that lost the thread
+                # to another turn is not written (docs/fencing.md).
+                pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
+                with deferring(pending):
+                    await self._graph.aupdate_state(config, {"handoff": {
+                        "active": False, "released_at": at.isoformat()}}, as_node="remember")
+                await self._commit(lease, pending, TurnCommit(
+                    at=at, title="", checkpoint_id=pending.checkpoint_id, counts_turn=False))
         return await self.get_thread(tenant, user_id, thread_id)
 
     async def list_threads(

@@ -100,6 +100,9 @@ class TurnCommit:
     turn_id: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] = field(default_factory=dict)
+    # False for a thread-state change that is not a turn (ReleaseHandoff): it is
+    # fenced and moves the head like a turn, but is not counted as one.
+    counts_turn: bool = True
 
 
 class CheckpointWrites(Protocol):

@@ -205,9 +205,10 @@ class PostgresThreadStore:
                                                   serde=writes.serde))
             await conn.execute(
                 "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
-                " turn_count = turn_count + 1, head_checkpoint_id = %s,"
+                " turn_count = turn_count + %s, head_checkpoint_id = %s,"
                 " title = CASE WHEN title = '' THEN %s ELSE title END WHERE thread_id = %s",
-                (commit.at, commit.checkpoint_id, commit.title, lease.thread_id),
+                (commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
+                 lease.thread_id),
             )
             if commit.request is not None:
                 key = commit.request

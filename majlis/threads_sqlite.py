@@ -368,9 +368,10 @@ class SqliteThreadStore:
                 await writes.apply(saver)
                 await conn.execute(
                     "UPDATE diwaniya_threads SET updated_at = max(updated_at, ?),"
-                    " turn_count = turn_count + 1, head_checkpoint_id = ?,"
+                    " turn_count = turn_count + ?, head_checkpoint_id = ?,"
                     " title = CASE WHEN title = '' THEN ? ELSE title END WHERE thread_id = ?",
-                    (commit.at.isoformat(), commit.checkpoint_id, commit.title, lease.thread_id),
+                    (commit.at.isoformat(), int(commit.counts_turn), commit.checkpoint_id,
+                     commit.title, lease.thread_id),
                 )
                 if commit.request is not None:
                     key = commit.request
