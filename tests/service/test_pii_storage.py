@@ -165,3 +165,23 @@ async def test_log_lines_hold_no_raw_value(
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings, "the model failure must be logged"
     assert not _leaks(caplog.text)
+
+
+async def test_raw_to_model_policy_still_stores_nothing_raw(
+    run_service, backend: str, openai_server: ScriptedOpenAIServer,
+) -> None:
+    """``pii_to_model = "raw"``: the model gets this message as typed; the thread, the
+    checkpoints and the reply stored keep the masked form even when the model echoes it."""
+    user = f"{USER}-raw"
+    openai_server.push(ScriptedReply.text(
+        "تمام، سجلت البطاقة 5440 1234 5678 9012 وبنرجع المبلغ"))
+    async with run_service(model_base_url=openai_server.base_url,
+                           tenants={"default": {"pii_to_model": "raw"}}) as svc:
+        events = await collect(svc.client.send(TURNS[0], user_id=user, country="KW"))
+        thread = await svc.client.get_thread(events[-1].thread_id, user_id=user)
+        leaks = _scan(svc, backend)
+    last = openai_server.bodies[0]["messages"][-1]
+    assert last["role"] == "user" and RAW[0][0] in last["content"]
+    assert events[-1].turn_completed.text == "تمام، سجلت البطاقة ****9012 وبنرجع المبلغ"
+    assert [m.text for m in thread.messages][1] == events[-1].turn_completed.text
+    assert leaks == []
