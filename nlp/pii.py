@@ -80,6 +80,10 @@ _PHONE_CUE = re.compile(
 # nearest cue before a number wins, so «جوالي … وطلبي 48213921» is an order.
 _OTHER_CUE = re.compile(r"طلب|اوردر|أوردر|شحن|فاتور|(?i:order|invoice|tracking|ref)")
 _CUE_WINDOW = 40  # characters before the number in which a cue counts
+_MIN_DIGITS, _MAX_DIGITS = 7, 19  # shortest (Omani ID without prefix…) and longest (a card)
+# Windows tried per message before only the longest one per group is: a real
+# message has a handful of numbers; «1 1 1 1 …» × 2000 must stay cheap.
+_WINDOW_BUDGET = 600
 
 
 def _nearest_cue(before: str) -> str:
@@ -225,6 +229,7 @@ def _classify(d: str, *, plus: bool, id_cue: bool, phone_cue: bool) -> tuple[Kin
 def _number_findings(text: str, ascii_text: str, taken: list[tuple[int, int]]) -> list[Finding]:
     out: list[Finding] = []
     prev_end = 0
+    budget = _WINDOW_BUDGET
     for m in _NUMBER.finditer(ascii_text):
         if any(s < m.end() and m.start() < e for s, e in taken):
             continue
@@ -232,15 +237,29 @@ def _number_findings(text: str, ascii_text: str, taken: list[tuple[int, int]]) -
         # «طلب 48213 0501234567» still finds the phone in the second group.
         groups = [(g.start() + m.start(), g.end() + m.start())
                   for g in re.finditer(r"\+?[0-9]+", m.group())]
+        sizes = [e - s - ascii_text[s:e].startswith("+") for s, e in groups]
         i = 0
         while i < len(groups):
             hit = None
-            for j in range(len(groups), i, -1):
-                start, end = groups[i][0], groups[j - 1][1]
+            start = groups[i][0]
+            cue = _nearest_cue(ascii_text[max(prev_end, start - _CUE_WINDOW):start])
+            # Only windows of 7–19 digits can be any kind: bounds the work on
+            # hostile runs like «1 1 1 1 …» to a few windows per group.
+            ends, count = [], 0
+            for j in range(i + 1, len(groups) + 1):
+                count += sizes[j - 1]
+                if count > _MAX_DIGITS:
+                    break
+                if count >= _MIN_DIGITS:
+                    ends.append(j)
+            if budget <= 0:  # hostile input: only the longest window from here on
+                ends = ends[-1:]
+            budget -= len(ends)
+            for j in reversed(ends):
+                end = groups[j - 1][1]
                 raw = ascii_text[start:end]
                 plus = raw.startswith("+")
                 digits = _SEPARATORS.sub("", raw).lstrip("+")
-                cue = _nearest_cue(ascii_text[max(prev_end, start - _CUE_WINDOW):start])
                 kind = _classify(digits, plus=plus, id_cue=cue == "id",
                                  phone_cue=cue == "phone")
                 if kind is not None:

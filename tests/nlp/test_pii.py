@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.facts import RuleFactExtractor, thread_facts
 from nlp import pii
@@ -150,3 +152,17 @@ def test_masked_input_still_gives_facts() -> None:
                                                  ("email", "s***@example.com")]
     assert thread_facts("رقم جوالي ****4567") == {"phone_number": "****4567"}
     assert thread_facts("اسمي احمد ورقم طلبي ٤٨٢١٣") == {"name": "احمد", "order_number": "48213"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789٠١٢٣٤٥٦٧٨٩ -+جوالي@a.", max_size=80))
+def test_mask_is_idempotent_on_digit_soup(text: str) -> None:
+    once = pii.mask(text)
+    assert pii.mask(once) == once
+
+
+def test_hostile_digit_runs_are_left_alone() -> None:
+    """«1 1 1 …» has no personal data; the window budget keeps it cheap (bench-free check:
+    the answer, not the time)."""
+    text = ("1 " * 2000)[:4000]
+    assert pii.mask(text) == text
