@@ -12,7 +12,9 @@ preferences ("افضل التواصل بالواتساب").
 typed, for the *thread's* own use (an order number must be reusable in the
 next reply: «طلبي رقم 48213 ما وصل» → ``{"order_number": "48213"}``). Those
 live in the thread's checkpoint — next to the message they came from — never
-in the long-term memory store.
+in the long-term memory store. Personal data (cards, IBANs, national IDs,
+phones, e-mail: ``nlp.pii``) is masked before any rule runs, there too: «رقم
+جوالي 0501234567» → ``{"phone_number": "****4567"}``.
 
 Rules run on a lightly cleaned copy (harakat U+064B–U+0652 and tatweel
 U+0640 removed, so "اسمِي" matches) and take values from that copy.
@@ -292,7 +294,7 @@ def thread_facts(text: str, *, awaiting: str = "") -> dict[str, str]:
     >>> thread_facts("48213", awaiting="order_number")
     {'order_number': '48213'}
     """
-    clean = _MARKS.sub("", text)
+    clean = pii.mask(_MARKS.sub("", text))  # idempotent: the engine masked already
     out: dict[str, str] = {}
     for m in _NAME_CUE.finditer(clean):
         if _asks(m):
