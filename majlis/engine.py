@@ -253,13 +253,12 @@ class ConversationEngine:
             pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
             try:
                 async with asyncio.timeout_at(_loop_deadline(deadline)):
-                    with deferring(pending):
-                        with holding_raw(raw):
-                            async for chunk in self._graph.astream(
-                                turn_input, config, stream_mode="custom", durability="exit"
-                            ):
-                                # Nodes write only majlis.events dataclasses to the custom stream.
-                                yield numbered(cast(Event, chunk))
+                    with deferring(pending), holding_raw(raw):
+                        async for chunk in self._graph.astream(
+                            turn_input, config, stream_mode="custom", durability="exit"
+                        ):
+                            # Nodes write only majlis.events dataclasses to the custom stream.
+                            yield numbered(cast(Event, chunk))
             except TimeoutError:
                 raise DeadlineExceeded(
                     f"the turn did not finish within its {budget_s:.0f}s deadline; nothing was "
