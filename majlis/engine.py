@@ -29,6 +29,7 @@ from langgraph.graph.state import CompiledStateGraph
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
+import nlp
 from diwaniya.errors import (
     DeadlineExceeded,
     DiwaniyaError,
@@ -53,6 +54,7 @@ from majlis.models import PhraseBook
 from majlis.models.offline import stream_words
 from majlis.nodes.respond import RegistryFactory
 from majlis.persistence import Persistence
+from majlis.pii_context import holding_raw
 from majlis.queueing import EnteringLock
 from majlis.requests import (
     Limits,
@@ -167,7 +169,8 @@ class ConversationEngine:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
             async with self._db.errors(), contextlib.aclosing(self._locked_turn(
-                req, thread_id, at, tz, deadline, timeout, config, wait
+                req, thread_id, at, tz, deadline, timeout, config, wait,
+                raw=self._raw_for_model(request),
             )) as turn_events:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
@@ -219,7 +222,7 @@ class ConversationEngine:
 
     async def _locked_turn(
         self, req: TurnRequest, thread_id: str, at: datetime, tz: str, deadline: float,
-        budget_s: float, config: RunnableConfig, wait: float,
+        budget_s: float, config: RunnableConfig, wait: float, *, raw: str | None = None,
     ) -> AsyncGenerator[Envelope, None]:
         key = RequestKey(req.tenant, req.user_id, req.request_id) if req.request_id else None
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
@@ -257,7 +260,7 @@ class ConversationEngine:
             pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
             try:
                 async with asyncio.timeout_at(_loop_deadline(deadline)):
-                    with deferring(pending):
+                    with deferring(pending), holding_raw(raw):
                         async for chunk in self._graph.astream(
                             turn_input, config, stream_mode="custom", durability="exit"
                         ):
@@ -286,6 +289,13 @@ class ConversationEngine:
                 message_dialect_confidence=result["message_dialect_confidence"],
                 reply_register=result["reply_register"],
             ))
+
+    def _raw_for_model(self, request: TurnRequest) -> str | None:
+        """The message as typed (cleaned, NOT masked) for a tenant whose model may see
+        personal data; None otherwise. Never put in the state (see majlis.pii_context)."""
+        if self._tenants(request.tenant).pii_to_model != "raw":
+            return None
+        return nlp.clean(request.text).strip()
 
     async def _commit(self, lease: Lease, pending: PendingCheckpoint, commit: TurnCommit) -> None:
         """The fenced commit, and the truth about it when the database fails mid-way.

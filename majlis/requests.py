@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import nlp
 from diwaniya.errors import InvalidRequest
+from nlp import pii
 
 # Ids are opaque to us but must be safe to log, to use as keys and to echo back.
 _THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}")
@@ -82,8 +83,15 @@ def check_user_id(user_id: str) -> str:
 def clean_text(text: str, limits: Limits) -> str:
     """The user's text as it will be stored and shown, or :class:`InvalidRequest`.
 
+    Display spoofing is removed (``nlp.clean``) and personal data is masked
+    (``nlp.pii``) HERE, before the text reaches the thread, its checkpoints,
+    memories, events, logs or the model: nothing downstream ever holds the raw
+    card number, IBAN, national ID, phone or e-mail.
+
     >>> clean_text("\u202eهلا\u202c والله", Limits())
     'هلا والله'
+    >>> clean_text("جوالي ٠٥٠١٢٣٤٥٦٧", Limits())
+    'جوالي ****4567'
     """
     if len(text) > limits.max_text_chars * 4:
         # Cheap early exit before any normalisation work on a huge payload.
@@ -113,7 +121,7 @@ def clean_text(text: str, limits: Limits) -> str:
             "characters between spaces",
             field="text",
         )
-    return cleaned
+    return pii.mask(cleaned)
 
 
 def validate(request: TurnRequest, limits: Limits) -> TurnRequest:

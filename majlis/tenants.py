@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from majlis.culture import SeasonCalendar, ToneProfile
 from majlis.models import ChatModel, Pricing
@@ -31,6 +32,10 @@ class Tenant:
     fallback: ChatModel | None = None
     # Told once per handoff to a person (a POST with the reason and Arabic summary).
     handoff_webhook: Tool | None = None
+    # Personal data is always masked before it is stored. "masked": the model sees
+    # the masked text too (****4567); "raw": this turn's own message reaches the
+    # model as typed (history stays masked, and the stored reply is masked).
+    pii_to_model: Literal["masked", "raw"] = "masked"
 
 
 @dataclass(frozen=True)

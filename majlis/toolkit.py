@@ -17,6 +17,7 @@ from majlis.tools import (
     remember_fact_tool,
 )
 from memory import Kind, MemoryStore, NewRecord
+from nlp import pii
 
 
 @lru_cache(maxsize=1024)
@@ -28,6 +29,11 @@ def _cached_keys(text: str) -> list[str]:
     """``nlp.search_keys`` memoised: every turn builds a registry over the same
     tool descriptions, examples and function words — key them once per process."""
     return list(_keys_of(text))
+
+
+def safe_fact(fact: str) -> str:
+    """What ``remember_fact`` stores: «بطاقتي 4111 1111 1111 1111» → 'بطاقتي ****1111'."""
+    return pii.mask(nlp.clean(fact))
 
 
 class TurnTools:
@@ -51,8 +57,10 @@ class TurnTools:
                              text=h.record.text, snippet=h.snippet, score=h.score) for h in hits]
 
         async def remember(fact: str) -> str:
+            # The model writes this text: spoofing controls and personal data
+            # are taken out exactly as from the user's own message.
             (saved,) = await self._store.put([NewRecord(
-                tenant=tenant, kind=Kind.FACT, text=nlp.clean(fact), user_id=user,
+                tenant=tenant, kind=Kind.FACT, text=safe_fact(fact), user_id=user,
                 thread_id=thread, turn_id=turn_id, metadata={"source": "remember_fact"})])
             return saved.id
 

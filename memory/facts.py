@@ -12,7 +12,9 @@ preferences ("افضل التواصل بالواتساب").
 typed, for the *thread's* own use (an order number must be reusable in the
 next reply: «طلبي رقم 48213 ما وصل» → ``{"order_number": "48213"}``). Those
 live in the thread's checkpoint — next to the message they came from — never
-in the long-term memory store.
+in the long-term memory store. Personal data (cards, IBANs, national IDs,
+phones, e-mail: ``nlp.pii``) is masked before any rule runs, there too: «رقم
+جوالي 0501234567» → ``{"phone_number": "****4567"}``.
 
 Rules run on a lightly cleaned copy (harakat U+064B–U+0652 and tatweel
 U+0640 removed, so "اسمِي" matches) and take values from that copy.
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memory.records import Kind, NewRecord
+from nlp import pii
 
 __all__ = ["ExtractedFact", "FactExtractor", "RuleFactExtractor", "answered_number",
            "mask_email", "mask_number", "thread_facts"]
@@ -99,7 +102,8 @@ _NUMBER_CUE = re.compile(
     rf"(?P<cue>رقم\s+(?:ال)?(?P<ar>طلب|{_A}وردر|حساب|عميل|شحن|شحنة|فاتورة|جوال|موبايل|تلفون|هاتف|"
     rf"تليفون|بطاقة|ايبان|{_A}يبان)(?:ي|ية|ه)?|(?:ال)?طلب(?:ي|يتي|ية)?\s+رقم|"
     r"(?i:order|account|tracking|customer|invoice|phone)\s*(?:number|no\.?|#|num)?)"
-    rf"\s*[:#]?\s*(?P<num>(?:{_DIGIT}[\s-]?){{4,24}}{_DIGIT})",
+    # The number as typed, or as nlp.pii already masked it («****4567»).
+    rf"\s*[:#]?\s*(?P<num>(?:{_DIGIT}[\s-]?){{4,24}}{_DIGIT}|\*{{4}}{_DIGIT}{{2,4}})",
 )
 _NUMBER_SLOTS = {
     "طلب": "order_number", "اوردر": "order_number", "أوردر": "order_number",
@@ -111,7 +115,8 @@ _NUMBER_SLOTS = {
     "جوال": "phone_number", "موبايل": "phone_number", "تلفون": "phone_number",
     "هاتف": "phone_number", "تليفون": "phone_number", "phone": "phone_number",
 }
-_EMAIL = re.compile(r"(?<![\w.+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@"
+# The local part may be nlp.pii's masked form («s***»).
+_EMAIL = re.compile(r"(?<![\w.+-])([A-Za-z0-9][A-Za-z0-9._%+*-]{0,63})@"
                     r"([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})(?![\w-])")
 # A reply that is (almost) only a number: «48213», «رقمه ٤٨٢١٣», «هذا هو 48213».
 _BARE_NUMBER = re.compile(rf"^\W*(?:[\u0621-\u064A]+\s+){{0,3}}"
@@ -156,11 +161,14 @@ _NAME_STOP = re.compile(r"^(?:و|ف)\S*$")
 def mask_number(raw: str) -> str:
     """Digits only, all but the last four hidden (last two when short).
 
-    >>> mask_number("٩٨٧ ٦٥٤-٣٢١٠"), mask_number("48213")
-    ('****3210', '****13')
+    Idempotent: a value ``nlp.pii`` already masked is returned as it is.
+
+    >>> mask_number("٩٨٧ ٦٥٤-٣٢١٠"), mask_number("48213"), mask_number("****4567")
+    ('****3210', '****13', '****4567')
     """
-    digits = re.sub(r"\D", "", raw.translate(_TO_ASCII))
-    return "****" + (digits[-4:] if len(digits) >= 6 else digits[-2:])
+    if pii.is_masked(raw):
+        return raw
+    return pii.mask_digits(raw)
 
 
 def _asks(m: re.Match[str]) -> bool:
@@ -179,8 +187,7 @@ def _number_slot(m: re.Match[str]) -> str:
 
 def mask_email(address: str) -> str:
     """«sara.k@example.com» → 's***@example.com': enough to recognise, not to write to."""
-    local, _, domain = address.partition("@")
-    return f"{local[:1]}***@{domain}"
+    return pii.mask_email(address)
 
 
 def _name_value(words: list[str]) -> str:
@@ -202,7 +209,9 @@ class RuleFactExtractor:
     """
 
     def extract(self, text: str) -> list[ExtractedFact]:
-        clean = _MARKS.sub("", text)
+        # Personal data is masked first (idempotent: the engine already did),
+        # so no rule below can ever copy a raw card, IBAN, ID or phone into a fact.
+        clean = pii.mask(_MARKS.sub("", text))
         found: list[tuple[int, ExtractedFact]] = []
         for m in _NAME_CUE.finditer(clean):
             if _asks(m):
@@ -219,7 +228,7 @@ class RuleFactExtractor:
             found.append((m.start(), ExtractedFact(
                 Kind.FACT, slot, masked, f"{' '.join(m['cue'].split())} {masked}")))
         for m in _EMAIL.finditer(clean):
-            masked = mask_email(m.group())
+            masked = m.group() if pii.is_masked(m.group()) else mask_email(m.group())
             found.append((m.start(), ExtractedFact(Kind.FACT, "email", masked,
                                                    f"ايميلي {masked}")))
         for m in _PREFER_CUE.finditer(clean):
@@ -285,7 +294,7 @@ def thread_facts(text: str, *, awaiting: str = "") -> dict[str, str]:
     >>> thread_facts("48213", awaiting="order_number")
     {'order_number': '48213'}
     """
-    clean = _MARKS.sub("", text)
+    clean = pii.mask(_MARKS.sub("", text))  # idempotent: the engine masked already
     out: dict[str, str] = {}
     for m in _NAME_CUE.finditer(clean):
         if _asks(m):
@@ -293,7 +302,9 @@ def thread_facts(text: str, *, awaiting: str = "") -> dict[str, str]:
         out.setdefault("name", _name_value(m["ar"].split()) if m["ar"] else m["lat"].strip())
     for m in _NUMBER_CUE.finditer(clean):
         slot = _number_slot(m)
-        out.setdefault(slot, re.sub(r"\D", "", m["num"].translate(_TO_ASCII)))
+        num = m["num"]
+        out.setdefault(slot, num if pii.is_masked(num) else
+                       re.sub(r"\D", "", num.translate(_TO_ASCII)))
     for m in _EMAIL.finditer(clean):
         out.setdefault("email", m.group())
     if awaiting and awaiting not in out:

@@ -20,13 +20,18 @@ import unicodedata
 
 __all__ = ["clean", "fold"]
 
-# Bidi embeddings/overrides U+202A LRE, U+202B RLE, U+202D LRO, U+202E RLO are
-# closed by U+202C PDF; isolates U+2066 LRI, U+2067 RLI, U+2068 FSI are closed
-# by U+2069 PDI.  Only *unbalanced* ones are removed: a balanced RLI…PDI is a
-# deliberate display choice (e.g. an English product name inside Arabic).
-_BIDI_RE = re.compile("[\u202a-\u202e\u2066-\u2069]")
-_EMBED_OPEN = frozenset("\u202a\u202b\u202d\u202e")
-_EMBED_CLOSE = "\u202c"
+# Display spoofing.  Bidi embeddings and overrides — U+202A LRE, U+202B RLE,
+# U+202D LRO, U+202E RLO and their closer U+202C PDF — are ALWAYS removed,
+# balanced or not: an override reverses strong characters, so «\u202e1234\u202c»
+# shows an order number backwards to a human agent, and an embedding can be
+# turned into one.  The deprecated format controls U+206A–U+206F are removed
+# too.  Isolates — U+2066 LRI, U+2067 RLI, U+2068 FSI closed by U+2069 PDI —
+# never override a character's own direction; a *balanced* isolate is a
+# deliberate display choice (an English product name inside Arabic:
+# «السعر \u2067iPhone 15\u2069») and is kept; an unbalanced one is removed.
+# LRM/RLM (U+200E/F) and ALM (U+061C) are plain marks: kept between words.
+_BIDI_RE = re.compile("[\u202a-\u202e\u2066-\u2069\u206a-\u206f]")
+_ALWAYS_DROP = frozenset("\u202a\u202b\u202c\u202d\u202e\u206a\u206b\u206c\u206d\u206e\u206f")
 _ISOLATE_OPEN = frozenset("\u2066\u2067\u2068")
 _ISOLATE_CLOSE = "\u2069"
 
@@ -85,17 +90,16 @@ def _stream_safe(text: str) -> str:
 
 
 def _drop_unbalanced_bidi(text: str) -> str:
-    """Remove bidi controls that do not form properly nested pairs."""
-    stack: list[int] = []  # positions of open controls still waiting
+    """Remove every embedding/override control, and isolates that are not properly nested."""
+    stack: list[int] = []  # positions of isolate openers still waiting
     keep: set[int] = set()
     for m in _BIDI_RE.finditer(text):
         ch, pos = m.group(), m.start()
-        if ch in _EMBED_OPEN or ch in _ISOLATE_OPEN:
+        if ch in _ALWAYS_DROP:
+            continue
+        if ch in _ISOLATE_OPEN:
             stack.append(pos)
-        elif ch == _EMBED_CLOSE:
-            if stack and text[stack[-1]] in _EMBED_OPEN:
-                keep.update((stack.pop(), pos))
-        elif stack and text[stack[-1]] in _ISOLATE_OPEN:  # PDI
+        elif stack:  # PDI closes the innermost open isolate
             keep.update((stack.pop(), pos))
     return "".join(_split_keep(text, keep))
 
@@ -119,6 +123,8 @@ def clean(text: str) -> str:
     'مرحبا يا'
     >>> clean("كَتَبَ")                    # diacritics are the user's: kept
     'كَتَبَ'
+    >>> clean("طلبي \\u202e12345\\u202c")   # a balanced override is spoofing too
+    'طلبي 12345'
     """
     # Bidi first: removing a stray control can bring a zero-width character
     # between two letters, and clean() must be idempotent.

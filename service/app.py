@@ -124,7 +124,8 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
     fallback = (OfflineResponder(keys=nlp.search_keys)
                 if config is not None and on_failure == "offline" else None)
     return Tenant(profile, calendar, model, config.pricing() if config else None, tools,
-                  fallback=fallback, handoff_webhook=handoff_webhook(settings, t, http, secrets))
+                  fallback=fallback, handoff_webhook=handoff_webhook(settings, t, http, secrets),
+                  pii_to_model=t.pii_to_model or settings.pii_to_model)
 
 
 def handoff_webhook(settings: Settings, tenant: TenantSettings, http: httpx.AsyncClient,

@@ -43,6 +43,7 @@ class TenantSettings(BaseModel):
     handoff_webhook_auth_header: str | None = None
     # The name of an environment variable holding the webhook's secret.
     handoff_webhook_secret_env: str | None = None
+    pii_to_model: Literal["masked", "raw"] | None = None
 
 
 class Settings(BaseSettings):
@@ -152,6 +153,11 @@ class Settings(BaseSettings):
     handoff_webhook_timeout_s: float = Field(default=5.0, gt=0, le=60)
     handoff_webhook_auth_header: str | None = None
     handoff_webhook_secret_env: str | None = None
+
+    # --- personal data: always masked before storage (cards, IBANs, national IDs,
+    # phones, e-mail; see nlp.pii). "raw" lets the turn's own message reach the
+    # model as typed; "masked" (default) sends the masked text.
+    pii_to_model: Literal["masked", "raw"] = "masked"
 
     # --- observability: "console" prints one line per finished span (turns) ---
     traces: Literal["off", "console"] = "off"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from majlis.models.extract import split_sentences
+from majlis.models.injection import addresses_assistant
 from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys
 from majlis.models.types import Recalled
 
@@ -324,14 +325,21 @@ def _concepts(
 
 
 def _sentences(item: Recalled) -> list[str]:
-    """Display sentences of a chunk; heading lines and title-only lines left out."""
+    """Display sentences of a chunk; heading lines, title-only lines and injected
+    instructions (:func:`quotable`) left out."""
     heads = {display_text(p) for p in item.title.split("›")}
     kept = []
     for sentence in split_sentences(_HEADING_LINE.sub("", item.text)):
         shown = display_text(sentence)
-        if shown and shown not in heads:
+        if shown and shown not in heads and quotable(shown):
             kept.append(shown)
     return kept
+
+
+def quotable(sentence: str) -> bool:
+    """False for a sentence that addresses the assistant or the system: an injected
+    instruction in a document is never an answer («تجاهل التعليمات السابقة…» → False)."""
+    return not addresses_assistant(sentence)
 
 
 def select_answer(

@@ -18,10 +18,12 @@ from majlis.models import (
     support,
 )
 from majlis.nodes._emit import Emitter
+from majlis.pii_context import raw_turn_text
 from majlis.prompt import compose_system_prompt
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
 from majlis.tools import ToolContext, ToolRegistry, run_model_turn
+from nlp import pii
 
 log = logging.getLogger("diwaniya.majlis")
 
@@ -95,9 +97,11 @@ class Respond:
             ChatMessage(role=m["role"], content=m["text"])
             for m in state.get("messages", [])[-HISTORY_MESSAGES:]
         ]
+        # The stored text is masked; a tenant may let the model see this message as typed.
+        raw = raw_turn_text() if tenant.pii_to_model == "raw" else None
         request = ModelRequest(
             messages=(ChatMessage(role="system", content=system), *history,
-                      ChatMessage(role="user", content=turn["text"])),
+                      ChatMessage(role="user", content=raw or turn["text"])),
             tools=(),
             context=context,
             deadline=turn.get(self._deadline_key),
@@ -134,7 +138,9 @@ class Respond:
                 "support_answered": ({support.ORDER: sup.known[support.ORDER]}
                                      if sup.pending_request else {}),
                 "events": emit.events,
-                "reply": out.text,
+                # Masked like the user's text: a model that saw (or guessed) a
+                # number must not make the stored reply hold it.
+                "reply": pii.mask(out.text),
                 "handoff": out.handoff,
                 "respond_s": round(time.monotonic() - started, 4),
                 "usage": None if usage is None else {

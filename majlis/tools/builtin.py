@@ -14,6 +14,7 @@ from typing import Any
 from majlis.events import Handoff
 from majlis.models.types import Recalled, ToolSpec
 from majlis.tools.base import ToolContext, ToolOutcome
+from nlp import pii
 
 __all__ = [
     "BUILTIN_NAMES",
@@ -94,7 +95,8 @@ def remember_fact_tool(remember: Callable[[str], Awaitable[str]]) -> _FunctionTo
         fact = _string_arg(arguments, "fact")
         if fact is None:
             return ToolOutcome(ok=False, error="fact must be a non-empty string")
-        return ToolOutcome(ok=True, content={"id": await remember(fact), "fact": fact})
+        # The result goes back to the model and into the turn's events: masked.
+        return ToolOutcome(ok=True, content={"id": await remember(fact), "fact": pii.mask(fact)})
 
     spec = ToolSpec(
         name=REMEMBER_FACT,

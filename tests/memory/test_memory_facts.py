@@ -139,7 +139,9 @@ async def test_remember_then_recall_across_threads(
     [
         ("طلبي رقم 48213 ما وصل", "", {"order_number": "48213"}),  # as typed, not masked
         ("رقم الاوردر ٥٥٤٤٣٣٢٢ ومحتاجه بكرة", "", {"order_number": "55443322"}),
-        ("ايميلي sara.k@example.com", "", {"email": "sara.k@example.com"}),
+        # Personal data (nlp.pii) is masked even in the thread: nothing raw is stored.
+        ("ايميلي sara.k@example.com", "", {"email": "s***@example.com"}),
+        ("رقم جوالي ٠٥٠١٢٣٤٥٦٧", "", {"phone_number": "****4567"}),
         ("48213", "order_number", {"order_number": "48213"}),  # the answer to our question
         ("رقمه ٤٨٢١٣", "order_number", {"order_number": "48213"}),
         ("48213", "", {}),  # a bare number nobody asked for means nothing

@@ -28,6 +28,11 @@ _STRIP_ALL = {ord(c): None for c in _CONTROLS + "\u034f"}
         ("\u202eواش راك", "واش راك"),  # Maghrebi, unbalanced RLO
         ("السعر \u2067iPhone 15\u2069 غالي", "السعر \u2067iPhone 15\u2069 غالي"),  # RLI…PDI kept
         ("شكو ماكو\u202c", "شكو ماكو"),  # Iraqi, stray PDF
+        # Balanced overrides/embeddings are spoofing (a reversed order number): removed.
+        ("طلبي رقم \u202e48213\u202c ما وصل", "طلبي رقم 48213 ما وصل"),
+        ("\u202bوين الطلب\u202c يا جماعة", "وين الطلب يا جماعة"),
+        ("\u2067\u202eabc\u202c\u2069", "\u2067abc\u2069"),  # override inside an isolate
+        ("ازيك \u206eيا\u206f باشا", "ازيك يا باشا"),  # deprecated format controls
         ("كَتَبَ الوَلَدُ", "كَتَبَ الوَلَدُ"),  # MSA diacritics are the user's
         ("👨\u200d👩\u200d👧 عيلة", "👨\u200d👩\u200d👧 عيلة"),  # emoji ZWJ sequence intact
     ],
