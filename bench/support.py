@@ -171,6 +171,8 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
                     agreed[label] += (t.voice in NEUTRAL if q.region == "msa"
                                       else t.dialect == q.region)
                     reply_foreign += foreign(t.voice, q.region)
+                    if foreign(t.voice, q.region):
+                        misses.append(f"foreign voice {t.voice}\t{label}\t{q.text}")
                     leaks += bool(_LEAK.search(reply))
                     if not hit:
                         misses.append(f"{label}\t{q.text}\t→ {reply[:160]}")
