@@ -167,3 +167,14 @@ def test_question_frame_words_are_not_required_of_a_dialect_answer() -> None:
     # MSA keeps the ARCD-calibrated matching: every word counts.
     msa = select_answer("أين يقع الفرع الرئيسي؟", [branch], keys=KEYS, stop=STOP)
     assert msa is not None and msa.chunk_coverage < 1.0
+
+
+def test_arabizi_function_words_are_not_asked_of_the_answer() -> None:
+    # «3indi», «3shan» say nothing a policy must contain, like «عندي», «عشان».
+    found = select_answer("kam yom 3indi 3shan arja3 el montaj?", [POLICY], keys=KEYS,
+                          stop=STOP, expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
+    arabic = select_answer("كم يوم عندي عشان ارجع المنتج؟", [POLICY], keys=KEYS, stop=STOP,
+                           expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
+    assert found is not None and arabic is not None
+    assert "خلال 14 يوما" in found.text
+    assert found.chunk_coverage == arabic.chunk_coverage
