@@ -30,7 +30,10 @@ from nlp.bridge import load_bridge, parse_bridge
         ("التركيب بفلوس ولا ببلاش؟", {"رسوم", "مجانا"}),  # egyptian
         ("في مكان صف سيارات قدام المحل؟", {"مواقف", "السيارات"}),  # levantine
         ("رقم الخط مالتكم؟", {"لديكم"}),  # iraqi
-        ("momken adfa3 3and el estelam?", {"الاستلام"}),  # arabizi
+        ("momken adfa3 3and el estelam?", {"الاستلام", "يمكن"}),  # arabizi
+        ("مسحت التطبيق بالغلط", {"حذف"}),  # gulf / levantine
+        ("كيف اعرف وين الطرد؟", {"تتبع"}),  # gulf
+        ("3indi so2al 3shan el talab", {"لدي", "لأن"}),  # arabizi function words
     ],
 )
 def test_dialect_questions_get_msa_words(question: str, expected: set[str]) -> None:
