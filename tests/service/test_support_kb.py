@@ -147,13 +147,11 @@ async def test_a_dialect_question_is_given_more_chunks_than_an_msa_one(
     run_service, tmp_path: Path
 ) -> None:
     tenant = f"kb-{uuid.uuid4().hex[:8]}"
-    files = []
     for i, town in enumerate(("الرياض", "جدة", "الدمام", "مكة", "المدينة", "أبها")):
-        files.append(tmp_path / f"b{i}.md")
-        files[-1].write_text(
+        (tmp_path / f"b{i}.md").write_text(
             f"# فرع {town}\n\nيفتح فرع {town} من الساعة 9 صباحا حتى 10 مساء.\n", encoding="utf-8")
     async with run_service(api_keys={"key": tenant}) as svc:
-        await kb.ingest_files(svc.app.store, tenant, files)
+        await kb.ingest_files(svc.app.store, tenant, sorted(tmp_path.glob("b*.md")))
         async with DiwaniyaClient(svc.target, api_key="key") as client:
             counts = []
             for question in ("متى يفتح الفرع؟", "الفرع متى يفتح الحين؟"):  # msa, gulf
