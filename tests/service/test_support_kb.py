@@ -141,21 +141,3 @@ async def test_a_request_for_customer_service_still_hands_off(
             events = await collect(client.send("ابي اكلم خدمة العملاء", user_id=user))
             thread = await client.get_thread(events[-1].thread_id, user_id=user)
     assert thread.handed_off
-
-
-async def test_a_dialect_question_is_given_more_chunks_than_an_msa_one(
-    run_service, tmp_path: Path
-) -> None:
-    tenant = f"kb-{uuid.uuid4().hex[:8]}"
-    for i, town in enumerate(("الرياض", "جدة", "الدمام", "مكة", "المدينة", "أبها")):
-        (tmp_path / f"b{i}.md").write_text(
-            f"# فرع {town}\n\nيفتح فرع {town} من الساعة 9 صباحا حتى 10 مساء.\n", encoding="utf-8")
-    async with run_service(api_keys={"key": tenant}) as svc:
-        await kb.ingest_files(svc.app.store, tenant, sorted(tmp_path.glob("b*.md")))
-        async with DiwaniyaClient(svc.target, api_key="key") as client:
-            counts = []
-            for question in ("متى يفتح الفرع؟", "الفرع متى يفتح الحين؟"):  # msa, gulf
-                events = await collect(client.send(question, user_id=f"k-{uuid.uuid4().hex[:6]}"))
-                counts.append(sum(1 for e in events
-                                  if e.HasField("memory_cited") and not e.memory_cited.quoted))
-    assert counts == [3, 5]
