@@ -13,15 +13,20 @@ and every question is a real SendMessage turn in a thread of its own.
 Metrics:
 
 * ``answer_rate``: the gold fact is in the reply (whitespace-normalised).
-* ``dialect_agreement``: ``turn_completed.dialect`` equals the question's
-  region.  Arabizi rows are labelled with the dialect they are written in;
-  MSA rows agree when the turn reports ``msa``.
+* ``dialect_agreement``: the thread's dialect (``turn_completed.dialect``)
+  equals the question's region.  Arabizi rows are labelled with the dialect
+  they are written in; MSA rows agree when the reply is not mirrored into a
+  regional dialect (``reply_register`` msa or neutral).
+* ``reply_foreign``: replies mirrored (``reply_register == "dialect"``) into a
+  dialect other than the question's region (must be 0).
 * ``abstention``: unanswerable questions whose reply quotes no document.
 * ``leaks``: replies showing a file name, slug path (›), Markdown heading or
   bracketed source (must be 0).
 * ``thread_switches`` / ``thread_foreign_switches``: replies in 5-turn threads
-  whose ``turn_completed.dialect`` differs from the thread's region / is
-  neither that region nor msa/neutral.
+  whose voice changes from the previous reply's (mirrored region, neutral or
+  msa) / replies mirrored into a region other than the thread's.  A neutral
+  reply is never a foreign switch; ``turn_completed.dialect`` alone is the
+  thread's posterior, not the reply's voice, so ``reply_register`` decides.
 * ``recall@1`` with and without the dialect bridge: the question's document
   is the top knowledge-base hit (store searched directly, same documents).
 
@@ -88,13 +93,39 @@ def load(folder: Path) -> tuple[list[Path], list[Question], list[list[str]], lis
     return docs, questions, _rows(folder / "unanswerable.tsv"), _rows(folder / "threads.tsv")
 
 
+@dataclass(frozen=True)
+class Turn:
+    reply: str
+    dialect: str  # the thread's dialect (turn_completed.dialect)
+    voice: str  # what the reply was written in: a region when mirrored, else msa/neutral
+    quoted: bool  # the reply quotes a document
+    thread_id: str
+
+
+def reply_voice(dialect: str, reply_register: str) -> str:
+    """The reply's own voice: the thread's region only when the reply mirrored it.
+
+    >>> reply_voice("gulf", "dialect"), reply_voice("levantine", "neutral")
+    ('gulf', 'neutral')
+    """
+    if reply_register == "dialect":
+        return dialect or "neutral"
+    return reply_register or "neutral"
+
+
+def foreign(voice: str, region: str) -> bool:
+    """A reply mirrored into a region that is not the customer's (neutral never is)."""
+    return voice not in NEUTRAL and voice != region
+
+
 async def _turn(client: DiwaniyaClient, text: str, *, user: str, thread: str = "",
-                country: str = "") -> tuple[str, str, bool, str]:
-    """(reply, dialect, quoted a document, thread id) of one SendMessage turn."""
+                country: str = "") -> Turn:
+    """One SendMessage turn, read from its events."""
     events = [e async for e in client.send(text, user_id=user, thread_id=thread, country=country)]
     done = events[-1].turn_completed
     quoted = any(e.HasField("memory_cited") and e.memory_cited.quoted for e in events)
-    return _norm(done.text), done.dialect, quoted, events[-1].thread_id
+    return Turn(_norm(done.text), done.dialect, reply_voice(done.dialect, done.reply_register),
+                quoted, events[-1].thread_id)
 
 
 async def _recall_at_1(docs: list[Path], questions: list[Question], tmp: Path,
@@ -125,37 +156,46 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
         answered: Counter[str] = Counter()
         agreed: Counter[str] = Counter()
         misses: list[str] = []
-        leaks = abstained = switches = foreign = 0
+        leaks = abstained = switches = foreign_switches = reply_foreign = 0
         try:
             await kb.ingest_files(app.store, TENANT, docs)
             async with DiwaniyaClient(f"127.0.0.1:{server.port}", api_key="bench") as client:
                 for i, q in enumerate(questions):
-                    reply, dialect, _quoted, _ = await _turn(
-                        client, q.text, user=f"q{i}", country=COUNTRY.get(q.region, ""))
+                    t = await _turn(client, q.text, user=f"q{i}",
+                                    country=COUNTRY.get(q.region, ""))
+                    reply = t.reply
                     label = f"{q.region}/{q.script}"
                     by_region[label] += 1
                     hit = _norm(q.gold) in reply
                     answered[label] += hit
-                    agreed[label] += dialect == q.region
+                    agreed[label] += (t.voice in NEUTRAL if q.region == "msa"
+                                      else t.dialect == q.region)
+                    reply_foreign += foreign(t.voice, q.region)
+                    if foreign(t.voice, q.region):
+                        misses.append(f"foreign voice {t.voice}\t{label}\t{q.text}")
                     leaks += bool(_LEAK.search(reply))
                     if not hit:
                         misses.append(f"{label}\t{q.text}\t→ {reply[:160]}")
                 for i, (region, _script, text) in enumerate(unanswerable):
-                    reply, _d, quoted, _ = await _turn(client, text, user=f"u{i}",
-                                                       country=COUNTRY.get(region, ""))
-                    abstained += not quoted
-                    leaks += bool(_LEAK.search(reply))
-                    if quoted:
-                        misses.append(f"unanswerable {region}\t{text}\t→ {reply[:160]}")
+                    t = await _turn(client, text, user=f"u{i}", country=COUNTRY.get(region, ""))
+                    abstained += not t.quoted
+                    reply_foreign += foreign(t.voice, region)
+                    leaks += bool(_LEAK.search(t.reply))
+                    if t.quoted:
+                        misses.append(f"unanswerable {region}\t{text}\t→ {t.reply[:160]}")
                 thread_ids: dict[str, str] = {}
+                last_voice: dict[str, str] = {}
                 for name, region, text in threads:
-                    reply, dialect, _q, tid = await _turn(
-                        client, text, user=f"t-{name}", thread=thread_ids.get(name, ""),
-                        country=COUNTRY.get(region, ""))
-                    thread_ids[name] = tid
-                    switches += dialect != region
-                    foreign += dialect not in NEUTRAL and dialect != region
-                    leaks += bool(_LEAK.search(reply))
+                    t = await _turn(client, text, user=f"t-{name}",
+                                    thread=thread_ids.get(name, ""),
+                                    country=COUNTRY.get(region, ""))
+                    thread_ids[name] = t.thread_id
+                    switches += name in last_voice and t.voice != last_voice[name]
+                    last_voice[name] = t.voice
+                    foreign_switches += foreign(t.voice, region)
+                    if foreign(t.voice, region):
+                        misses.append(f"thread {name} {region}\t{text}\t→ {t.voice}")
+                    leaks += bool(_LEAK.search(t.reply))
             per_turn_ms = (time.perf_counter() - started) * 1000 / (
                 len(questions) + len(unanswerable) + len(threads))
         finally:
@@ -177,7 +217,8 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
         "leaks": leaks,
         "thread_turns": len(threads),
         "thread_switches": switches,
-        "thread_foreign_switches": foreign,
+        "thread_foreign_switches": foreign_switches,
+        "reply_foreign": reply_foreign,
         "recall@1_bridge": round(with_bridge, 4),
         "recall@1_no_bridge": round(without_bridge, 4),
         "ms_per_turn_grpc": round(per_turn_ms, 1),
@@ -190,7 +231,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("dev", "test"), default="dev")
+    parser.add_argument("--set", choices=("dev", "test", "test2"), default="dev")
     parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
     parser.add_argument("--show-misses", action="store_true",
                         help="print every missed question to stderr (dev tuning)")

@@ -51,6 +51,20 @@ _EMOJI = re.compile(r"[\U0001F300-\U0001FAFF\u2600-\u27BF]")
 # A question mark, Latin or Arabic (U+061F).
 _QUESTION_MARK = re.compile(r"[?\u061F]")
 
+# Insistence phrases that only *name* the service («خدمة العملاء»): alone or
+# wanted («ابي خدمة العملاء») they ask for a person, but asked *about* («وش رقم
+# خدمة العملاء؟», «ما البريد الإلكتروني لخدمة العملاء؟») they are a question for
+# the knowledge base, unless a talk verb says the customer wants to be put through.
+_SERVICE_NAMES = ("خدمة العملاء", "خدمة الزبائن", "customer service", "customer care")
+# What one asks *about* the service: its number, mail, hours, address.
+_ABOUT_SERVICE = ("رقم", "الرقم", "بريد", "البريد", "ايميل", "الايميل", "إيميل", "الإيميل",
+                  "هاتف", "تلفون", "تليفون", "واتساب", "عنوان", "دوام", "أوقات", "ساعات",
+                  "number", "email", "phone", "whatsapp", "hours", "ra2m", "raqm", "nemra")
+# Verbs of being put through: with these the service's name is a handoff request.
+_TALK_VERBS = ("أكلم", "كلم", "نكلم", "أتكلم", "نتكلم", "أحكي", "نحكي", "حولني", "حولوني",
+               "حوّلني", "وصلني", "وصلوني", "كلموني", "اتصلوا", "talk", "speak", "connect",
+               "transfer", "nkalem", "akalem", "kalemni")
+
 
 @dataclass(frozen=True, slots=True)
 class Cues:
@@ -130,6 +144,13 @@ class CueReader:
         self._tone = PhraseIndex(
             ((p, cat) for cat in self._TONE for p in lexicon[cat]), words=words
         )
+        self._service = PhraseIndex(
+            ((p, "name") for p in _SERVICE_NAMES), words=words
+        )
+        self._about_service = PhraseIndex(
+            ((p, "about") for p in _ABOUT_SERVICE), words=words
+        )
+        self._talk = PhraseIndex(((p, "talk") for p in _TALK_VERBS), words=words)
         self._edge_only = {
             tuple(latin_words(p) if is_latin(p) else words(p)) for p in greetings.edge_only
         }
@@ -204,6 +225,19 @@ class CueReader:
                 found.add(category)
         return found
 
+    def _asks_about_service(self, words: Words, matches: list[Match], asks: bool) -> bool:
+        """Is every insistence cue only the service's name, asked *about*?
+
+        «وش رقم خدمة العملاء؟» → True (a question); «خدمة العملاء» or «ابي اكلم
+        خدمة العملاء» → False (the customer wants a person)."""
+        named = {p for m in self._service.find_all(words) for p in m.positions()}
+        insisted = [m for m in matches if m.label == "insistence"]
+        if not named or any(not m.positions() <= named for m in insisted):
+            return False
+        if self._talk.find_all(words):
+            return False
+        return asks or bool(self._about_service.find_all(words))
+
     def _formality(self, text: str, tone: set[str]) -> Formality:
         formal = "formal" in tone
         casual = (
@@ -230,10 +264,14 @@ class CueReader:
             e for e in entries if e.kind == "opener" and not (short_goodbye and e.also_farewell)
         ]
         used = frozenset(p for m in greetings for p in m.positions())
-        business = {m.label for m in self._business.find_all(words, skip=used)}
+        matches = self._business.find_all(words, skip=used)
+        business = {m.label for m in matches}
         business |= self._skeleton_cues(words, used)
         tone = {m.label for m in self._tone.find_all(words)}
         leftover = len(words.arabic) + len(words.latin) > len(used)
+        asks = "question" in business or (leftover and bool(_QUESTION_MARK.search(text)))
+        if "insistence" in business and self._asks_about_service(words, matches, asks):
+            business = (business - {"insistence"}) | {"question"}
         complaint = "complaint" in business
         insistence = "insistence" in business
         return Cues(
@@ -242,7 +280,7 @@ class CueReader:
             thanks=any(e.kind == "thanks" for e in closers),
             farewell=short_goodbye or any(e.kind == "farewell" for e in closers),
             request="request" in business or complaint or insistence,
-            question="question" in business or (leftover and bool(_QUESTION_MARK.search(text))),
+            question="question" in business or asks,
             complaint=complaint,
             frustration="frustration" in tone or _EXASPERATION.search(text) is not None,
             insistence=insistence,

@@ -278,24 +278,76 @@ def _skeleton(key: str) -> str | None:
     return f"~{key}" if len(key) >= 3 and _ARABIC.match(key) else None
 
 
-def _with_skeletons(found: Sequence[str], text: str = "") -> frozenset[str]:
-    """Keys plus the skeletons of the keys and of ``text``'s whole words (the
-    stemmer can over-cut: «ضمانا» → «ضما», while the word's skeleton is «ضمن»)."""
+_DERIVED_PREFIX = re.compile(
+    "^(?:(?:س?[امينت]?ست)(?=[\u0621-\u064a]{2})|س?[يتنام](?=[\u0621-\u064a]{3}))")
+_DERIVED_SUFFIX = re.compile("(?:ات|ون|ين|ان|وا|ه|ي|ا)$")
+
+
+def _root(key: str) -> str | None:
+    """A light triliteral root, so derived forms of one verb meet across patterns.
+
+    The skeleton keeps «مرتجع», «استرجاع» and «ارجع» apart, or «المنتوج» and
+    «المنتج»; dropping the derivational prefix (است/م/ي/ت/ن/ا), a plural or
+    pronoun suffix, the افتعل ‑ت‑ and the long vowels leaves «رجع» and «نتج».
+    A doubled root keeps its double: «استرداد» and «يسترد» both give «ردد».
+    Marked with «^»; only words of 4+ letters are reduced.
+
+    >>> [_root(k) for k in ("استرجاع", "مرتجع", "ترجيع", "يرجع", "منتوج", "منتج",
+    ...                     "استرداد", "مسترد", "توصيل", "كم")]
+    ['^رجع', '^رجع', '^رجع', '^رجع', '^نتج', '^نتج', '^ردد', '^ردد', '^وصل', None]
+    """
+    if len(key) < 4 or not _ARABIC.match(key):
+        return None
+    stem = _DERIVED_PREFIX.sub("", key)
+    if len(stem) >= 4:
+        stem = _DERIVED_SUFFIX.sub("", stem) if len(stem) > 4 or stem[-1] in "اه" else stem
+    while len(stem) > 3:
+        weak = next((i for i in range(1, len(stem)) if stem[i] in "اوي"), None)
+        if weak is None:
+            break
+        stem = stem[:weak] + stem[weak + 1:]
+    if len(stem) == 4 and stem[1] == "ت":
+        stem = stem[0] + stem[2:]  # افتعل: «رتجع» → «رجع»
+    stem = _DOUBLED.sub(r"\1", stem)
+    if len(stem) == 2:
+        stem += stem[-1]  # «رد» from «يسترد»: the root is «ردد»
+    return f"^{stem}" if len(stem) == 3 else None
+
+
+def _with_skeletons(found: Sequence[str], text: str = "", *,
+                    roots: bool = False) -> frozenset[str]:
+    """Keys plus the skeletons (and, for ``roots``, the roots) of the keys and of
+    ``text``'s whole words (the stemmer can over-cut: «ضمانا» → «ضما», while the
+    word's skeleton is «ضمن»)."""
     surface = [_PROCLITIC.sub("", w) for w in _words(text)]
-    return frozenset(found) | {
-        sk for k in (*found, *surface) if (sk := _skeleton(k)) is not None
-    }
+    forms = (*found, *surface)
+    out = frozenset(found) | {sk for k in forms if (sk := _skeleton(k)) is not None}
+    return out | {r for k in forms if (r := _root(k)) is not None} if roots else out
+
+
+# Words that frame a question but that its answer need not repeat: «أين يقع الفرع؟»
+# is answered by «فرعنا في الرياض», «كم يستغرق الحذف؟» by «يحذف خلال 30 يوما».
+# Folded keys; a concept made of these alone is not required of the answer.
+_FRAME = frozenset(
+    "يقع تقع يستغرق تستغرق يتم تتم تكون يكون اقدر نقدر استطيع نستطيع يمكنني يمكننا"
+    " موجود موجوده متوفر".split()
+)
 
 
 def _concepts(
-    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None
+    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
+    *, dialect: bool = False,
 ) -> list[frozenset[str]]:
-    """One key set per content word of the question: its own keys plus its bridge keys."""
+    """One key set per content word of the question: its own keys plus its bridge keys.
+
+    A ``dialect`` question also drops frame words and matches by root (see
+    :func:`_root`): its words are never the policy's own, while an MSA question
+    keeps the ARCD-calibrated matching unchanged."""
     tokens = question.split()
     found: list[set[str]] = []
     for i, token in enumerate(tokens):
         own = set(content_keys(token, keys, stop))
-        if not own:
+        if not own or (dialect and _PROCLITIC.sub("", "".join(_words(token))) in _FRAME):
             continue
         bridged = expand(token) if expand is not None else []
         if expand is not None and i > 0:
@@ -311,7 +363,8 @@ def _concepts(
         bare = _ONE_LETTER_PROCLITIC.sub("", _MARKS.sub("", token))
         if bare != token:
             own |= set(content_keys(bare, keys, stop))
-        found.append(set(_with_skeletons(sorted(own), " ".join([bare, *bridged]))))
+        found.append(set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
+                                         roots=dialect)))
     # Two words of one root («رجعت … ارجع») are one thing asked, counted once.
     merged: list[set[str]] = []
     for concept in found:
@@ -356,14 +409,16 @@ def select_answer(
 
     Deterministic: ties go to the chunk memory ranked higher, then the earlier sentence.
     """
-    concepts = _concepts(question, keys, stop, expand)
+    dialect = looks_dialect(question) or (dialect_cue is not None and dialect_cue(question))
+    concepts = _concepts(question, keys, stop, expand, dialect=dialect)
     if not concepts or not recalled:
         return None
     qtype = question_type(question)
     pool: list[tuple[int, int, str, frozenset[str], bool]] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
-            pool.append((rank, pos, sentence, _with_skeletons(keys(sentence), sentence),
+            pool.append((rank, pos, sentence,
+                         _with_skeletons(keys(sentence), sentence, roots=dialect),
                          answers_type(sentence, qtype)))
     if not pool:
         return None
@@ -377,7 +432,8 @@ def select_answer(
         hit = sum(w for c, w in zip(concepts, weight, strict=True) if not c.isdisjoint(found))
         return hit / total
 
-    title_cover = [covered(_with_skeletons(keys(item.title))) for item in recalled]
+    title_cover = [covered(_with_skeletons(keys(item.title), roots=dialect))
+                   for item in recalled]
     best: tuple[float, float, int, int] | None = None
     for rank, pos, _s, s_keys, typed in pool:
         base = covered(s_keys)
@@ -415,7 +471,8 @@ def select_answer(
         chosen.add(first - 1)
     chunk_keys = set().union(*(p[3] for p in chunk))
     asked = set().union(*concepts)
-    title_keys = _with_skeletons(content_keys(display_topic(recalled[rank].title), keys, stop))
+    title_keys = _with_skeletons(content_keys(display_topic(recalled[rank].title), keys, stop),
+                                 roots=dialect)
     return Answer(
         source=recalled[rank],
         sentences=tuple(chunk[i][2] for i in sorted(chosen)),
@@ -424,7 +481,7 @@ def select_answer(
         qtype=qtype,
         typed=typed,
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
-        dialect=looks_dialect(question) or (dialect_cue is not None and dialect_cue(question)),
+        dialect=dialect,
     )
 
 

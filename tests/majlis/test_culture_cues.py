@@ -160,3 +160,19 @@ def test_any_text_reads_without_error_and_business_implies_a_cue(text: str) -> N
 def test_empty_or_contentless_text_has_no_cues(text: str) -> None:
     cues = read_cues(text)
     assert not cues.openers and not cues.closers and not cues.business
+
+
+@pytest.mark.parametrize("text", [
+    "وش رقم خدمة العملاء؟", "ما البريد الإلكتروني لخدمة العملاء؟", "شو رقم واتساب خدمة العملاء",
+    "امتى دوام خدمة العملاء؟", "what is the customer service email?",
+])
+def test_asking_about_customer_service_is_a_question_not_a_handoff(text: str) -> None:
+    cues = read_cues(text)
+    assert cues.question and not cues.insistence
+
+
+@pytest.mark.parametrize("text", [
+    "خدمة العملاء", "ابي خدمة العملاء", "ممكن اكلم خدمة العملاء؟", "حولني على خدمة العملاء",
+])
+def test_wanting_customer_service_still_asks_for_a_person(text: str) -> None:
+    assert read_cues(text).insistence

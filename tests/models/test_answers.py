@@ -126,3 +126,55 @@ async def test_reply_shows_no_slug_when_it_asks_which_topic() -> None:
     request = ModelRequest(messages=(ChatMessage("user", ctx.user_text),), tools=(), context=ctx)
     text, _ = OfflineResponder(keys=KEYS, expand=nlp.dialect_to_msa).compose(request)
     assert "branches" not in text and "›" not in text
+
+
+REFUNDS = Recalled(
+    id="refunds.md#0", kind="document", title="refunds › الاسترداد",
+    text=(
+        "نحرص على رضا عملائنا في كل طلب. "
+        "يسترد المبلغ إلى البطاقة خلال 5 أيام عمل من وصول المنتج المرتجع. "
+        "تتوفر بطاقات الهدايا بقيم مختلفة."
+    ),
+    snippet="", score=2.0,
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # المنتوج / المنتج and مرتجع / استرجاع meet only by their root.
+        ("المنتوج الجديد بيوصل امتى؟", "خلال 5 أيام"),  # maghrebi/egyptian «المنتوج»
+        ("المرتجع بيوصل امتى؟", "خلال 4 أيام"),  # levantine
+    ],
+)
+def test_derived_forms_of_one_root_meet(question: str, expected: str) -> None:
+    chunk = Recalled("d#0", "document", "التوصيل",
+                     "الطلب الجديد يصل خلال 9 أيام. المنتج الجديد يصل خلال 5 أيام. "
+                     "طلب الاسترجاع يصل خلال 4 أيام.", "", 1.0)
+    found = select_answer(question, [chunk], keys=KEYS, stop=STOP,
+                          expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
+    assert found is not None and found.dialect and expected in found.text, found
+
+
+def test_question_frame_words_are_not_required_of_a_dialect_answer() -> None:
+    # «يقع» frames «وين»: the branch chunk must not lose grounding for lacking it.
+    branch = Recalled("b#0", "document", "الفروع",
+                      "فرعنا الرئيسي في جدة بحي الروضة. نرحب بزيارتكم.", "", 1.0)
+    found = select_answer("وين يقع الفرع الرئيسي؟", [branch], keys=KEYS, stop=STOP,
+                          expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
+    assert found is not None and "بحي الروضة" in found.text
+    assert found.chunk_coverage == 1.0
+    # MSA keeps the ARCD-calibrated matching: every word counts.
+    msa = select_answer("أين يقع الفرع الرئيسي؟", [branch], keys=KEYS, stop=STOP)
+    assert msa is not None and msa.chunk_coverage < 1.0
+
+
+def test_arabizi_function_words_are_not_asked_of_the_answer() -> None:
+    # «3indi», «3shan» say nothing a policy must contain, like «عندي», «عشان».
+    found = select_answer("kam yom 3indi 3shan arja3 el montaj?", [POLICY], keys=KEYS,
+                          stop=STOP, expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
+    arabic = select_answer("كم يوم عندي عشان ارجع المنتج؟", [POLICY], keys=KEYS, stop=STOP,
+                           expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
+    assert found is not None and arabic is not None
+    assert "خلال 14 يوما" in found.text
+    assert found.chunk_coverage == arabic.chunk_coverage

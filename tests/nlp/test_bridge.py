@@ -26,6 +26,14 @@ from nlp.bridge import load_bridge, parse_bridge
         ("emta btefta7o yom el jom3a?", {"متى", "مفتوح", "الجمعة"}),  # arabizi
         ("3ayez a3mel refund", {"أريد", "استرداد"}),  # arabizi
         ("wen a2rab far3?", {"أين", "فرع"}),  # arabizi
+        ("المنتوج وصلني مكسور، نقدر نرجعو؟", {"المنتج"}),  # maghrebi
+        ("التركيب بفلوس ولا ببلاش؟", {"رسوم", "مجانا"}),  # egyptian
+        ("في مكان صف سيارات قدام المحل؟", {"مواقف", "السيارات"}),  # levantine
+        ("رقم الخط مالتكم؟", {"لديكم"}),  # iraqi
+        ("momken adfa3 3and el estelam?", {"الاستلام", "يمكن"}),  # arabizi
+        ("مسحت التطبيق بالغلط", {"حذف"}),  # gulf / levantine
+        ("كيف اعرف وين الطرد؟", {"تتبع"}),  # gulf
+        ("3indi so2al 3shan el talab", {"لدي", "لأن"}),  # arabizi function words
     ],
 )
 def test_dialect_questions_get_msa_words(question: str, expected: set[str]) -> None:

@@ -96,3 +96,48 @@ async def test_unanswerable_question_is_not_answered_and_nothing_leaks(
     for reply, quoted in replies:
         assert quoted == [], reply
         assert not LEAK.search(reply), reply
+
+
+CONTACT = (
+    "# التواصل\n\n"
+    "خدمة العملاء متاحة على الرقم 8001234567 يوميا من 9 صباحا حتى 10 مساء.\n"
+    "البريد الإلكتروني لخدمة العملاء care@example.sa ونرد خلال يوم عمل.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "fact"),
+    [
+        ("وش رقم خدمة العملاء؟", "8001234567"),  # gulf
+        ("ما البريد الإلكتروني لخدمة العملاء؟", "care@example.sa"),  # msa
+    ],
+)
+async def test_asking_about_customer_service_is_answered_not_handed_off(
+    run_service, tmp_path: Path, question: str, fact: str
+) -> None:
+    tenant = f"kb-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "contact.md").write_text(CONTACT, encoding="utf-8")
+    user = f"cs-{uuid.uuid4().hex[:6]}"
+    async with run_service(api_keys={"key": tenant}) as svc:
+        await kb.ingest_files(svc.app.store, tenant, [tmp_path / "contact.md"])
+        async with DiwaniyaClient(svc.target, api_key="key") as client:
+            events = await collect(client.send(question, user_id=user))
+            thread = await client.get_thread(events[-1].thread_id, user_id=user)
+    kinds = {e.WhichOneof("event") for e in events}
+    assert fact in events[-1].turn_completed.text, events[-1].turn_completed.text
+    assert not {"tool_call", "handoff"} & kinds
+    assert not thread.handed_off
+
+
+async def test_a_request_for_customer_service_still_hands_off(
+    run_service, tmp_path: Path
+) -> None:
+    tenant = f"kb-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "contact.md").write_text(CONTACT, encoding="utf-8")
+    user = f"cs-{uuid.uuid4().hex[:6]}"
+    async with run_service(api_keys={"key": tenant}) as svc:
+        await kb.ingest_files(svc.app.store, tenant, [tmp_path / "contact.md"])
+        async with DiwaniyaClient(svc.target, api_key="key") as client:
+            events = await collect(client.send("ابي اكلم خدمة العملاء", user_id=user))
+            thread = await client.get_thread(events[-1].thread_id, user_id=user)
+    assert thread.handed_off
