@@ -138,9 +138,12 @@ class Respond:
                 "support_answered": ({support.ORDER: sup.known[support.ORDER]}
                                      if sup.pending_request else {}),
                 "events": emit.events,
-                # Masked like the user's text: a model that saw (or guessed) a
-                # number must not make the stored reply hold it.
-                "reply": pii.mask(out.text),
+                # Masked like the user's text when the model saw it as typed: a
+                # model echoing the customer's number must not make the stored
+                # reply hold it. Otherwise nothing raw reached the responder, and
+                # what the reply quotes is the tenant's own (a support e-mail in
+                # the knowledge base is not the customer's personal data).
+                "reply": _mask_echo(out.text, raw),
                 "handoff": out.handoff,
                 "respond_s": round(time.monotonic() - started, 4),
                 "usage": None if usage is None else {
@@ -149,3 +152,17 @@ class Respond:
                 },
             }
         }
+
+
+def _mask_echo(reply: str, raw: str | None) -> str:
+    """``reply`` masked when the model saw the customer's message as typed (``raw``).
+
+    The model may echo a number in any spelling (spaces, other digits), so the
+    whole reply is masked, not only the raw message's exact substrings.
+
+    >>> _mask_echo("سجّلنا البطاقة 5440 1234 5678 9012", "بطاقتي 5440123456789012")
+    'سجّلنا البطاقة ****9012'
+    >>> _mask_echo("راسلونا على care@example.sa", None)
+    'راسلونا على care@example.sa'
+    """
+    return reply if raw is None else pii.mask(reply)
