@@ -34,6 +34,12 @@ _DIALECT_NAMES = {
 # has none of its own: the tone block already says "reply in MSA", and any
 # dialect line next to it would contradict it.
 _NEUTRAL_LINE = "اكتب بعربية بسيطة مفهومة في كل البلدان، من غير كلمات تخص بلدًا بعينه."
+# MSA tenants: one line, the same as the tone block's, with the spelling rule.
+_MSA_LINE = ("أجب بالعربية الفصحى وحدها، بهمزات صحيحة (أنتَ، أنتِ، إن شاء الله)،"
+             " ومن غير كلمات عامية.")
+# What ToneDirective.to_prompt writes for an MSA reply: when the tone block says
+# MSA, no dialect line may follow it, whatever region the caller passed.
+_MSA_TONE = "Register: reply in Modern Standard Arabic"
 
 # Anything that looks like our fence tag, opening or closing, any case, with
 # optional spaces/attributes: <untrusted-data …>, </ untrusted_data>, &lt;/untrusted-data&gt;.
@@ -88,14 +94,17 @@ def compose_system_prompt(
 
     ``region`` is the reply's voice: a dialect region (one line: "لهجة المستخدم:
     الخليجية. أجب بها."), "neutral" (plain Arabic, no dialect named) or "msa"
-    (no register line beyond the tone block's).
+    (one MSA line). A tone block that says MSA wins over a dialect ``region``:
+    the prompt never holds two register rules that disagree.
 
     >>> p = compose_system_prompt(persona="", tone_block="", region="msa", recalled=[],
     ...     facts=[], now_gregorian="", now_hijri="")
-    >>> "لهجة" in p
-    False
+    >>> "لهجة" in p, "الفصحى" in p
+    (False, True)
     """
-    if region in _DIALECT_NAMES:
+    if _MSA_TONE in tone_block or region == "msa":
+        register_line = _MSA_LINE
+    elif region in _DIALECT_NAMES:
         register_line = f"لهجة المستخدم: {_DIALECT_NAMES[region]}. أجب بها."
     elif region == "neutral":
         register_line = _NEUTRAL_LINE

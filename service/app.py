@@ -110,7 +110,8 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
         persona_name=_first(t.persona_name, settings.persona_name),
         register_policy=_first(t.register_policy, settings.register_policy),
         formality_floor=_first(t.formality_floor, settings.formality_floor),
-        greeting_style=_first(t.greeting_style, settings.greeting_style))
+        greeting_style=_first(t.greeting_style, settings.greeting_style),
+        religious_greetings=_first(t.religious_greetings, settings.religious_greetings))
     config = model_config(settings, t, secrets)
     if model is None:
         model = (OpenAICompatibleModel(config) if config

@@ -27,6 +27,7 @@ class TenantSettings(BaseModel):
     register_policy: Literal["mirror", "msa"] | None = None
     formality_floor: Literal["formal", "neutral", "casual"] | None = None
     greeting_style: Literal["warm", "brief"] | None = None
+    religious_greetings: bool | None = None
     national_days: dict[str, list[tuple[int, int, str]]] | None = None
     country_offsets: dict[str, int] | None = None
     model_base_url: str | None = None
@@ -170,6 +171,8 @@ class Settings(BaseSettings):
     register_policy: Literal["mirror", "msa"] = "mirror"
     formality_floor: Literal["formal", "neutral", "casual"] = "neutral"
     greeting_style: Literal["warm", "brief"] = "warm"
+    # Opt in to worship-specific wishes (Friday, fasting); off: a neutral «رمضان كريم».
+    religious_greetings: bool = False
     default_timezone: str = "Asia/Kuwait"
     country_offsets: dict[str, int] = Field(default_factory=dict)
     # Tenant overrides of the national-days table: {"KW": [[2, 25, "اليوم الوطني"]]}.

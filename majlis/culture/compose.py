@@ -2,7 +2,9 @@
 
 The opening returns every greeting the user gave, in the user's dialect and
 the turn's register, then the day's seasonal greetings (on first contact or
-when the user greeted). The model layer writes the business part after it.
+when the user greeted), in the region's words, worship-specific ones only for a
+tenant that opted in, and never more than two greetings before the answer
+(:mod:`majlis.culture.seasonal`). The model layer writes the business part after it.
 
     >>> from datetime import UTC, datetime
     >>> from zoneinfo import ZoneInfo
@@ -12,9 +14,12 @@ when the user greeted). The model layer writes the business part after it.
     >>> cues = read_cues("السلام عليكم، شلونك؟")
     >>> tone = compute_tone(ToneProfile(), region="gulf", cues=cues, turn_index=0,
     ...                     known_gender=None, moment=moment, prior_formality=None)
-    >>> print(compose_opening(cues, region="gulf", tone=tone, moment=moment, first_contact=True))
-    وعليكم السلام ورحمة الله وبركاته، الحمد لله بخير، وانت شلونك؟
-    رمضان كريم، ومبارك عليكم الشهر. كل عام والكويت بخير بمناسبة العيد الوطني
+    >>> opening = compose_opening(cues, region="gulf", tone=tone, moment=moment,
+    ...                           first_contact=True)
+    >>> for line in opening.split("؟ "):
+    ...     print(line)
+    وعليكم السلام ورحمة الله وبركاته، الحمد لله بخير، وانتوا شلونكم
+    رمضان كريم. كل عام والكويت بخير بمناسبة العيد الوطني
     >>> compose_closing(read_cues("مشكور، مع السلامة"), region="gulf", tone=tone)
     'العفو، في أمان الله'
 """
@@ -26,12 +31,11 @@ from collections.abc import Iterable
 from majlis.culture.calendar import Moment
 from majlis.culture.cues import Cues
 from majlis.culture.greetings import GreetingTable, load_greetings
+from majlis.culture.seasonal import MAX_GREETINGS, seasonal_wishes
 from majlis.culture.tone import ToneDirective
 
 __all__ = ["compose_closing", "compose_opening"]
 
-# Modifiers a brief greeting style leaves out: they are nice, not expected.
-_MINOR = frozenset({"friday", "last_ten_nights"})
 # Sentence ends that need no full stop before the next sentence (؟ is U+061F).
 _ENDS = ("?", "\u061f", "!", ".")
 
@@ -86,13 +90,9 @@ def compose_opening(
     )
     seasonal: list[str] = []
     if first_contact or cues.greeted:
-        said = set(cues.openers)
-        for modifier in moment.modifiers:
-            if said & set(modifier.user_openers):
-                continue  # the user said it; its reply is already in head
-            if tone.greeting_style == "brief" and (modifier.key in _MINOR or seasonal):
-                continue
-            seasonal.append(modifier.greeting_ar)
+        seasonal = seasonal_wishes(
+            moment, region=dialect, religious=tone.religious_greetings, limit=MAX_GREETINGS,
+            brief=tone.greeting_style == "brief", skip=frozenset(cues.openers))
     parts = ["، ".join(head)] if head else []
     return _sentences(parts + _unique(seasonal))
 

@@ -252,6 +252,15 @@ class CueReader:
             return "casual"
         return "neutral"
 
+    def _leftover(self, words: Words, used: frozenset[tuple[Script, int]]) -> bool:
+        """Words besides the greetings? Arabizi is in both sequences (its Latin words and
+        their transliteration), so a Latin greeting leaves its Arabic copy unused:
+        "salam alaikum, kifak?" has nothing left over."""
+        free = {s: sum(1 for i in range(len(words.sequence(s))) if (s, i) not in used)
+                for s in ("arabic", "latin")}
+        copies = len(self._words(" ".join(words.latin))) if words.latin else 0
+        return free["latin"] > 0 or free["arabic"] > copies
+
     def read(self, text: str) -> Cues:
         """Cues of one message: "السلام عليكم، ابي اغير رقمي" → openers ("salam",), request."""
         words = Words.of(text, words=self._words)
@@ -268,7 +277,7 @@ class CueReader:
         business = {m.label for m in matches}
         business |= self._skeleton_cues(words, used)
         tone = {m.label for m in self._tone.find_all(words)}
-        leftover = len(words.arabic) + len(words.latin) > len(used)
+        leftover = self._leftover(words, used)
         asks = "question" in business or (leftover and bool(_QUESTION_MARK.search(text)))
         if "insistence" in business and self._asks_about_service(words, matches, asks):
             business = (business - {"insistence"}) | {"question"}

@@ -122,6 +122,9 @@ class ToneProfile:
     register_policy: Literal["mirror", "msa"] = "mirror"
     formality_floor: Formality = "neutral"
     greeting_style: Literal["warm", "brief"] = "warm"
+    # Worship-specific wishes (جمعة مباركة, the last ten nights, «تقبّل الله صيامكم»)
+    # are opt-in: many Levantine and Egyptian customers are Christian.
+    religious_greetings: bool = False
     national_days: Mapping[str, tuple[tuple[int, int, str], ...]] = field(default_factory=dict)
     hijri_offsets: Mapping[str, int] = field(default_factory=dict)
 
@@ -140,6 +143,7 @@ class ToneDirective:
     modifiers: tuple[str, ...]
     persona_name: str = "ديوانية"
     greeting_style: Literal["warm", "brief"] = "warm"
+    religious_greetings: bool = False
 
     def to_prompt(self) -> str:
         """An English + Arabic instruction block, one rule per line."""
@@ -149,7 +153,12 @@ class ToneDirective:
             "keep the user's own words as they wrote them.",
             f"Formality: {self.formality}"
             + {"formal": " (رسمي، بأدب وتوقير).", "neutral": " (ودّي ومهذب).",
-               "casual": " (عفوي وقريب).", }[self.formality],
+               "casual": "; friendly, but no terms of endearment"
+                         " (عفوي وقريب، من غير ألفاظ تحبّب مثل عيوني أو حبيبي).",
+               }[self.formality],
+            # The persona is the team's voice, not one man («مش عايز، محتاج، آسف»).
+            "Speak for the support team in the first person plural, never as one man "
+            "(تكلّم باسم الفريق بصيغة الجمع: نحن، نحوّلك، آسفين).",
         ]
         if self.honorific:
             lines.append(
@@ -157,13 +166,14 @@ class ToneDirective:
                 f"(خاطب المستخدم بـ«{self.honorific}»)."
             )
         if self.addressee_gender == "f":
-            lines.append("The user is a woman: use feminine second person (خاطبيها بصيغة المؤنث).")
+            lines.append("The user is a woman: use feminine second person (خاطبها بصيغة المؤنث).")
         elif self.addressee_gender == "m":
             lines.append("The user is a man: use masculine second person (خاطبه بصيغة المذكر).")
         else:
             lines.append(
-                "The user's gender is unknown: prefer gender-neutral phrasing; never guess it "
-                "from a name (لا تخمّن الجنس من الاسم)."
+                "The user's gender is unknown: use gender-neutral phrasing (verbal nouns, "
+                "or the polite plural), never a masculine-only imperative; never guess it "
+                "from a name (خاطبه بصيغة محايدة، ولا تخمّن الجنس من الاسم)."
             )
         if self.stance == "apologetic":
             lines.append(
@@ -250,4 +260,5 @@ def compute_tone(
         modifiers=tuple(m.key for m in moment.modifiers),
         persona_name=profile.persona_name,
         greeting_style=profile.greeting_style,
+        religious_greetings=profile.religious_greetings,
     )

@@ -70,7 +70,8 @@ class Hold:
     def __call__(self, state: ThreadState) -> dict[str, Any]:
         turn = state["turn"]
         emit = Emitter(turn)
-        reply = self._phrases.say("handoff_hold", turn["tone"]["register"])
+        reply = self._phrases.say("handoff_hold", turn["tone"]["register"],
+                                  gender=turn.get("gender"), country=turn.get("country"))
         for word in stream_words(reply):
             emit(TextDelta(text=word))
         return {"turn": {"events": emit.events, "reply": reply, "usage": None,

@@ -17,6 +17,7 @@ from majlis.models import (
     ResponderContext,
     support,
 )
+from majlis.models.phrases import voice_key
 from majlis.nodes._emit import Emitter
 from majlis.pii_context import raw_turn_text
 from majlis.prompt import compose_system_prompt
@@ -63,7 +64,10 @@ class Respond:
                               request=bool(cues.get("request")))
         context = ResponderContext(
             user_text=turn["text"],
-            region=turn["tone"]["register"],
+            # The voice as one key (region, country variant, gender) the phrase
+            # book reads: «أبشر» only to a known man, Algerian words in Algeria.
+            region=voice_key(turn["tone"]["register"], gender=turn.get("gender"),
+                             country=turn.get("country")),
             phase=turn["phase"],
             opening=turn.get("opening", ""),
             closing=turn.get("closing", ""),

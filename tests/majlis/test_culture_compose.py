@@ -15,6 +15,11 @@ LIBERATION_FRIDAY = CALENDAR.moment(datetime(2027, 2, 26, 6, tzinfo=UTC), tz=KUW
 EID_AL_FITR = CALENDAR.moment(datetime(2026, 3, 20, 6, tzinfo=UTC), tz=KUWAIT, country="KW")
 
 
+def religious(directive: ToneDirective) -> ToneDirective:
+    """A tenant that opted in to worship-specific wishes (جمعة مباركة، تقبّل الله صيامكم)."""
+    return replace(directive, religious_greetings=True)
+
+
 def brief(register: str) -> ToneDirective:
     return replace(tone(register), greeting_style="brief")
 
@@ -23,8 +28,12 @@ def test_greeting_and_complaint_get_the_greeting_back_and_both_occasions() -> No
     cues = read_cues("هلا، عندي مشكلة في الحساب")
     opening = compose_opening(cues, region="gulf", tone=tone("gulf"),
                               moment=NATIONAL_DAY_IN_RAMADAN, first_contact=True)
-    assert opening == ("هلا بك. رمضان كريم، ومبارك عليكم الشهر. "
-                       "كل عام والكويت بخير بمناسبة العيد الوطني")
+    # Without the tenant's opt-in, the neutral «رمضان كريم» (no fasting wish).
+    assert opening == "هلا بك. رمضان كريم. كل عام والكويت بخير بمناسبة العيد الوطني"
+    devout = compose_opening(cues, region="gulf", tone=religious(tone("gulf")),
+                             moment=NATIONAL_DAY_IN_RAMADAN, first_contact=True)
+    assert devout == ("هلا بك. رمضان كريم، ومبارك عليكم الشهر. "
+                      "كل عام والكويت بخير بمناسبة العيد الوطني")
 
 
 def test_seasonal_greeting_only_on_first_contact_or_when_greeted() -> None:
@@ -38,14 +47,18 @@ def test_seasonal_greeting_only_on_first_contact_or_when_greeted() -> None:
                            first_contact=True) == ""
 
 
-def test_warm_style_says_every_occasion_brief_style_only_the_main_one() -> None:
+def test_at_most_two_seasonal_greetings_brief_style_only_the_main_one() -> None:
+    # 26 Feb 2027 in Kuwait: Ramadan, Liberation Day and a Friday — three would bury
+    # the answer; the two main occasions stay, Friday (the minor one) goes.
     cues = read_cues("السلام عليكم")
-    warm = compose_opening(cues, region="gulf", tone=tone("gulf"), moment=LIBERATION_FRIDAY,
-                           first_contact=True)
-    assert "عيد التحرير" in warm and "جمعة مباركة" in warm and "رمضان كريم" in warm
+    warm = compose_opening(cues, region="gulf", tone=religious(tone("gulf")),
+                           moment=LIBERATION_FRIDAY, first_contact=True)
+    assert warm == ("وعليكم السلام. رمضان كريم، ومبارك عليكم الشهر. "
+                    "كل عام والكويت بخير بمناسبة عيد التحرير")
+    assert "جمعة مباركة" not in warm
     short = compose_opening(cues, region="gulf", tone=brief("gulf"), moment=LIBERATION_FRIDAY,
                             first_contact=True)
-    assert short == "وعليكم السلام. رمضان كريم، ومبارك عليكم الشهر"
+    assert short == "وعليكم السلام. كل عام والكويت بخير بمناسبة عيد التحرير"
 
 
 def test_eid_greeting_answered_in_dialect_and_not_repeated() -> None:
@@ -53,7 +66,11 @@ def test_eid_greeting_answered_in_dialect_and_not_repeated() -> None:
                            moment=EID_AL_FITR, first_contact=False)
     assert gulf.startswith("علينا وعليكم، عساكم من عواده")
     assert "عيد فطر مبارك" not in gulf
-    assert "جمعة مباركة" in gulf  # 20 March 2026 is also a Friday
+    assert "جمعة مباركة" not in gulf  # 20 March 2026 is a Friday: opt-in only
+    devout = compose_opening(read_cues("عيدكم مبارك"), region="gulf",
+                             tone=religious(tone("gulf")), moment=EID_AL_FITR,
+                             first_contact=False)
+    assert "جمعة مباركة" in devout
     egyptian = compose_opening(read_cues("كل سنة وانت طيب"), region="egyptian",
                                tone=tone("egyptian"), moment=EID_AL_FITR, first_contact=False)
     assert egyptian.startswith("وانتم طيبين")

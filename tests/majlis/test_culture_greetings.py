@@ -64,19 +64,19 @@ CANONICAL = [
     ("صباح الخير", "levantine", "neutral", "صباح النور"),
     ("صباح الخير", "egyptian", "casual", "صباح الفل"),
     ("مساء الخير", "iraqi", "neutral", "مساء النور"),
-    ("شلونك", "gulf", "neutral", "الحمد لله بخير، وانت شلونك؟"),
-    ("شلونك؟", "iraqi", "neutral", "الحمد لله بخير، وانت شلونك؟"),
-    ("ازيك", "egyptian", "neutral", "الحمد لله تمام، وانت ازيك؟"),
-    ("كيفك", "levantine", "neutral", "تمام الحمد لله، وانت كيفك؟"),
-    ("لاباس", "maghrebi", "neutral", "لاباس الحمد لله، وانت لاباس عليك؟"),
+    ("شلونك", "gulf", "neutral", "الحمد لله بخير، وانتوا شلونكم؟"),
+    ("شلونك؟", "iraqi", "neutral", "الحمد لله بخير، وانتوا شلونكم؟"),
+    ("ازيك", "egyptian", "neutral", "الحمد لله تمام، وحضرتك ازيك؟"),
+    ("كيفك", "levantine", "neutral", "تمام الحمد لله، وكيفك؟"),
+    ("لاباس", "maghrebi", "neutral", "لاباس الحمد لله، ولاباس عليك؟"),
     ("رمضان كريم", "gulf", "neutral", "الله أكرم"),
     ("رمضان كريم", "egyptian", "formal", "الله أكرم"),
     ("salam alaikum", "gulf", "neutral", "وعليكم السلام"),
-    ("shlonak", "gulf", "neutral", "الحمد لله بخير، وانت شلونك؟"),
-    ("ezayak", "egyptian", "neutral", "الحمد لله تمام، وانت ازيك؟"),
+    ("shlonak", "gulf", "neutral", "الحمد لله بخير، وانتوا شلونكم؟"),
+    ("ezayak", "egyptian", "neutral", "الحمد لله تمام، وحضرتك ازيك؟"),
     ("ramadan kareem", "levantine", "neutral", "الله أكرم"),
     ("السلام عليكم، صباح الخير، شلونك؟", "gulf", "neutral",
-     "وعليكم السلام، صباح النور، الحمد لله بخير، وانت شلونك؟"),
+     "وعليكم السلام، صباح النور، الحمد لله بخير، وانتوا شلونكم؟"),
 ]
 
 
@@ -119,7 +119,8 @@ def test_feminine_reply_only_when_gender_known() -> None:
                               first_contact=False)
     female = compose_opening(cues, region="gulf", tone=tone("gulf", gender="f"), moment=MOMENT,
                              first_contact=False)
-    assert unknown.endswith("وانت شلونك؟")
+    # Unknown gender: the polite plural, never the masculine «وانت شلونك؟».
+    assert unknown.endswith("وانتوا شلونكم؟")
     assert female.endswith("وانتي شلونج؟")
 
 
