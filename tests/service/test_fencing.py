@@ -19,6 +19,8 @@ import pytest
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service.conftest import collect
 
+# 30 words at 0.2 s: the first turn is still streaming (6 s) while the test kills its
+# lock session and runs a whole second turn, even on a loaded machine.
 SLOW_REPLY = " ".join(["أبشر"] * 30)
 
 
@@ -58,7 +60,7 @@ async def test_turn_whose_lease_was_taken_over_is_aborted_and_not_saved(
     run_service, openai_server: ScriptedOpenAIServer, backend: str
 ) -> None:
     openai_server.push(ScriptedReply.text("هلا والله"),
-                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.2),
                        ScriptedReply.text("طلبك في الطريق"))
     async with run_service(model_base_url=openai_server.base_url) as svc:
         first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
@@ -95,7 +97,7 @@ async def test_lost_lock_session_then_second_turn_no_fork_truthful_statuses(
 ) -> None:
     """The issue's failure: the first turn's lock dies, a second turn runs and commits."""
     openai_server.push(ScriptedReply.text("هلا والله"),
-                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.05),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.2),
                        ScriptedReply.text("حاضرين، تفضل"))
     async with run_service(model_base_url=openai_server.base_url) as svc:
         first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
