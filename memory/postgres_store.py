@@ -28,6 +28,7 @@ import asyncpg
 
 from diwaniya.errors import ResourceExhausted, StoreUnavailable, Unavailable
 from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
+from memory.ranking import K1, SHORT_TERMS, B
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import MAX_K, KeyFunction
@@ -35,8 +36,6 @@ from memory.text_keys import record_terms
 
 __all__ = ["PostgresMemoryStore"]
 
-K1 = 1.2
-B = 0.75
 # Most candidate rows scored per search; see _SEARCH for how they are chosen.
 CANDIDATE_BUDGET = 250
 # A query whose rarest known word is very common (in 15% of rows, say) would
@@ -89,9 +88,11 @@ CREATE TABLE IF NOT EXISTS memory_terms (
     PRIMARY KEY (tenant, lexeme)
 );
 CREATE TABLE IF NOT EXISTS memory_stats (
-    tenant    text PRIMARY KEY,
-    n_docs    bigint NOT NULL,
-    total_len bigint NOT NULL
+    tenant     text PRIMARY KEY,
+    n_docs     bigint NOT NULL,
+    total_len  bigint NOT NULL,
+    short_docs bigint NOT NULL DEFAULT 0,
+    short_len  bigint NOT NULL DEFAULT 0
 );
 """
 
@@ -108,6 +109,27 @@ _DROP_KEYS_COLUMN = """
 ALTER TABLE memory_records ALTER COLUMN tsv DROP EXPRESSION IF EXISTS;
 ALTER TABLE memory_records DROP COLUMN IF EXISTS keys;
 """
+
+# Databases created before length pools (memory.ranking): memory_stats has
+# no per-pool counts.  Added and backfilled from the rows in the same
+# transaction, under the schema lock, so replicas starting together add them
+# once (ADD COLUMN IF NOT EXISTS makes a repeat a no-op).  Known limit during a
+# rolling upgrade: an old replica's writes update n_docs/total_len but not the
+# short counts, so the pools drift by those writes until the stats are rebuilt.
+_HAS_POOL_COLUMNS = """
+SELECT EXISTS (SELECT 1 FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'memory_stats'
+                 AND column_name = 'short_docs')
+"""
+_ADD_POOL_COLUMNS = """
+ALTER TABLE memory_stats ADD COLUMN IF NOT EXISTS short_docs bigint NOT NULL DEFAULT 0,
+                         ADD COLUMN IF NOT EXISTS short_len bigint NOT NULL DEFAULT 0;
+UPDATE memory_stats AS s
+SET short_docs = p.short_docs, short_len = p.short_len
+FROM (SELECT r.tenant, count(*) AS short_docs, sum(r.doc_len) AS short_len
+      FROM memory_records AS r WHERE r.doc_len < SHORT GROUP BY r.tenant) AS p
+WHERE p.tenant = s.tenant;
+""".replace("SHORT", str(int(SHORT_TERMS)))
 
 _COLUMNS = (
     "r.id, r.tenant, r.user_id, r.kind, r.text, r.title, r.metadata::text, r.thread_id,"
@@ -145,14 +167,18 @@ ON CONFLICT (tenant, lexeme) DO UPDATE SET df = m.df + excluded.df
 RETURNING m.tenant, m.lexeme, m.df
 """
 _STATS_DELTA = """
-INSERT INTO memory_stats AS m (tenant, n_docs, total_len)
-SELECT r.tenant, $1::int * count(*), $1::int * coalesce(sum(r.doc_len), 0)
+INSERT INTO memory_stats AS m (tenant, n_docs, total_len, short_docs, short_len)
+SELECT r.tenant, $1::int * count(*), $1::int * coalesce(sum(r.doc_len), 0),
+       $1::int * count(*) FILTER (WHERE r.doc_len < SHORT),
+       $1::int * coalesce(sum(r.doc_len) FILTER (WHERE r.doc_len < SHORT), 0)
 FROM memory_records AS r
 WHERE {where}
 GROUP BY 1 ORDER BY 1
 ON CONFLICT (tenant) DO UPDATE SET
-    n_docs = m.n_docs + excluded.n_docs, total_len = m.total_len + excluded.total_len
-"""
+    n_docs = m.n_docs + excluded.n_docs, total_len = m.total_len + excluded.total_len,
+    short_docs = m.short_docs + excluded.short_docs,
+    short_len = m.short_len + excluded.short_len
+""".replace("SHORT", str(int(SHORT_TERMS)))
 
 # One round trip per search: statistics, candidate choice and BM25 in a
 # single statement.  On a busy 2-core machine every extra round trip is one
@@ -208,8 +234,12 @@ q AS MATERIALIZED (
     JOIN memory_terms AS t ON t.tenant = $1 AND t.lexeme = u.lexeme
 ),
 st AS MATERIALIZED (
+    -- Length pools (memory.ranking): short items and passages each have
+    -- their own average length; N and IDF stay the tenant's.
     SELECT s.n_docs::float8 AS n,
-           greatest(s.total_len::float8 / greatest(s.n_docs, 1), 1.0) AS avgdl
+           greatest(s.short_len::float8 / greatest(s.short_docs, 1), 1.0) AS avg_short,
+           greatest((s.total_len - s.short_len)::float8 / greatest(s.n_docs - s.short_docs, 1),
+                    1.0) AS avg_long
     FROM memory_stats AS s WHERE s.tenant = $1
 ),
 w AS MATERIALIZED (
@@ -270,7 +300,10 @@ top AS (
     SELECT c.id,
            sum(w.idf * (x.tf * ($5::float8 + 1))
                / (x.tf + $5::float8 * (1 - $6::float8
-                                       + $6::float8 * c.doc_len / (SELECT avgdl FROM st))))
+                                       + $6::float8 * c.doc_len
+                                         / CASE WHEN c.doc_len < SHORT
+                                                THEN (SELECT avg_short FROM st)
+                                                ELSE (SELECT avg_long FROM st) END)))
            AS score
     FROM (SELECT * FROM cand UNION ALL SELECT * FROM extra) AS c
     CROSS JOIN LATERAL (
@@ -288,7 +321,7 @@ top AS (
 SELECT COLUMNS, top.score, (SELECT array_agg(w.lexeme) FROM w) AS lexemes
 FROM top JOIN memory_records AS r ON r.tenant = $1 AND r.id = top.id
 ORDER BY top.score DESC, top.id
-""".replace("COLUMNS", _COLUMNS)
+""".replace("COLUMNS", _COLUMNS).replace("SHORT", str(int(SHORT_TERMS)))
 
 
 class _NoResetConnection(asyncpg.Connection):
@@ -392,6 +425,8 @@ class PostgresMemoryStore:
             await conn.execute(_SCHEMA)
             if await conn.fetchval(_HAS_KEYS_COLUMN):
                 await conn.execute(_DROP_KEYS_COLUMN)
+            if not await conn.fetchval(_HAS_POOL_COLUMNS):
+                await conn.execute(_ADD_POOL_COLUMNS)
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         # The last write of an id wins within a batch, as it would across batches

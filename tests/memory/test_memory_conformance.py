@@ -229,18 +229,60 @@ async def test_setup_is_idempotent_and_concurrent(store: MemoryStore, tenants: T
     assert await store.search(t, "الاسترجاع")
 
 
-async def test_shorter_record_wins_when_matches_are_equal(store: MemoryStore, tenants: T) -> None:
-    # BM25 length normalisation: the same single match in a short record is
-    # stronger evidence than in a long one.
+@pytest.mark.parametrize("words", [(2, 8), (60, 160)], ids=["short-items", "passages"])
+async def test_shorter_record_wins_within_its_length_pool(
+    store: MemoryStore, tenants: T, words: tuple[int, int]
+) -> None:
+    # BM25 length normalisation, inside one pool (memory.ranking): the same
+    # single match in a shorter record is stronger evidence than in a longer
+    # one of the same kind (two FAQ lines, or two passages).
     t = tenants("acme")
-    padding = " ".join(f"كلمة{i}" for i in range(60))
+    few, many = (" ".join(f"كلمة{i}" for i in range(n)) for n in words)
     await store.put([
-        doc(t, "long", f"الفاتورة الإلكترونية {padding}"),
-        doc(t, "short", "الفاتورة الإلكترونية متاحة"),
+        doc(t, "long", f"الفاتورة الإلكترونية {many}"),
+        doc(t, "short", f"الفاتورة الإلكترونية {few}"),
     ])
     hits = await store.search(t, "الفاتورة", k=2)
     assert [h.record.doc_id for h in hits] == ["kb:short", "kb:long"]
     assert hits[0].score > hits[1].score
+
+
+# A policy passage (well over SHORT_TERMS index terms) and short items that
+# each share one or two of the question's words, as a tenant's FAQ lines,
+# product names and saved facts do.
+POLICY = (
+    "سياسة الاسترجاع والاستبدال في المتجر: يحق للعميل استرجاع المنتج خلال أربعة عشر يوماً من "
+    "تاريخ الاستلام بشرط أن يكون المنتج في حالته الأصلية مع الفاتورة الأصلية والتغليف الكامل. "
+    "يسترد العميل المبلغ كاملاً إلى وسيلة الدفع نفسها خلال سبعة أيام عمل من وصول المنتج إلى "
+    "المستودع وفحصه، ولا تسترد رسوم الشحن إلا إذا كان المنتج معيباً أو مختلفاً عن الطلب. "
+    "المنتجات المخفضة والبطاقات الرقمية لا يمكن استرجاعها، ويمكن استبدالها بمنتج آخر."
+)
+SHORT_ITEMS = [
+    "المنتج وصل اليوم الحمدلله",
+    "كم سعر المنتج الجديد؟",
+    "الفاتورة تصلك على الإيميل",
+    "رقم الفاتورة في أعلى الصفحة",
+    "المبلغ يخصم عند الطلب",
+    "عندي سؤال عن المنتج",
+    "تم استلام المبلغ",
+    "أبغى أغير عنوان الاستلام",
+    "المنتج ممتاز والتغليف حلو",
+    "وين الفاتورة حقتي",
+]
+
+
+async def test_a_passage_is_not_crowded_out_by_many_short_items(
+    store: MemoryStore, tenants: T
+) -> None:
+    # With one average length for all rows, 200 short items make the policy
+    # look ten times too long and they fill the top 5; scored among passages
+    # the policy that answers the question comes first.
+    t = tenants("acme")
+    noise = [doc(t, f"faq{i}", f"{SHORT_ITEMS[i % len(SHORT_ITEMS)]} {i}") for i in range(200)]
+    await store.put([*noise, doc(t, "policy", POLICY)])
+    hits = await store.search(t, "كيف استرجع المبلغ اذا المنتج معه الفاتورة", k=5)
+    assert hits[0].record.doc_id == "kb:policy"
+    assert "[[" in hits[0].snippet
 
 
 async def test_user_records_lists_only_that_users_rows_newest_first(
