@@ -13,6 +13,7 @@ from nlp import clean, fold, search_keys, tokenize, words
 _CONTROLS = (
     "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"  # zero-width
     "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # bidi
+    "\u206a\u206b\u206c\u206d\u206e\u206f"  # deprecated format controls (always removed)
 )
 # clean() may also insert U+034F (grapheme joiner) into a run of more than 30
 # combining marks (UAX #15 stream-safe form): invisible, and not the user's.

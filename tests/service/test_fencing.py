@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import uuid
 from typing import Any
 
 import grpc
@@ -22,6 +23,9 @@ from tests.service.conftest import collect
 # 30 words at 0.2 s: the first turn is still streaming (6 s) while the test kills its
 # lock session and runs a whole second turn, even on a loaded machine.
 SLOW_REPLY = " ".join(["أبشر"] * 30)
+# The session's PostgreSQL database is shared: this module's own user keeps its
+# threads on the first page of ListThreads.
+USER = f"fence-{uuid.uuid4().hex[:8]}"
 
 
 def _take_over(svc: Any, backend: str, thread_id: str) -> None:
@@ -63,12 +67,12 @@ async def test_turn_whose_lease_was_taken_over_is_aborted_and_not_saved(
                        ScriptedReply.text(SLOW_REPLY, event_delay_s=0.2),
                        ScriptedReply.text("طلبك في الطريق"))
     async with run_service(model_base_url=openai_server.base_url) as svc:
-        first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
+        first = await collect(svc.client.send("السلام عليكم", user_id=USER))
         thread_id = first[-1].thread_id
         seen = []
         taken = False
         with pytest.raises(grpc.aio.AioRpcError) as err:
-            async for event in svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+            async for event in svc.client.send("وين طلبي؟", user_id=USER, thread_id=thread_id,
                                                request_id="r-2"):
                 seen.append(event)
                 if event.HasField("text_delta") and not taken:
@@ -77,12 +81,12 @@ async def test_turn_whose_lease_was_taken_over_is_aborted_and_not_saved(
         assert err.value.code() == grpc.StatusCode.ABORTED
         assert "nothing of it was saved" in err.value.details()
         assert not any(e.HasField("turn_completed") for e in seen)
-        lost = await svc.client.get_thread(thread_id, user_id="u1")
+        lost = await svc.client.get_thread(thread_id, user_id=USER)
         # The same request_id now runs (it was never recorded as done), once.
-        retry = await collect(svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+        retry = await collect(svc.client.send("وين طلبي؟", user_id=USER, thread_id=thread_id,
                                               request_id="r-2"))
-        thread = await svc.client.get_thread(thread_id, user_id="u1")
-        listed = await svc.client.list_threads(user_id="u1")
+        thread = await svc.client.get_thread(thread_id, user_id=USER)
+        listed = await svc.client.list_threads(user_id=USER)
         forks = await _forks(svc, thread_id)
     assert len(lost.messages) == 2
     assert not retry[-1].turn_completed.replayed
@@ -100,24 +104,24 @@ async def test_lost_lock_session_then_second_turn_no_fork_truthful_statuses(
                        ScriptedReply.text(SLOW_REPLY, event_delay_s=0.2),
                        ScriptedReply.text("حاضرين، تفضل"))
     async with run_service(model_base_url=openai_server.base_url) as svc:
-        first = await collect(svc.client.send("السلام عليكم", user_id="u1"))
+        first = await collect(svc.client.send("السلام عليكم", user_id=USER))
         thread_id = first[-1].thread_id
         slow_events: list[Any] = []
         second: list[Any] = []
 
         async def slow() -> None:
-            async for event in svc.client.send("وين طلبي؟", user_id="u1", thread_id=thread_id,
+            async for event in svc.client.send("وين طلبي؟", user_id=USER, thread_id=thread_id,
                                                request_id="slow"):
                 slow_events.append(event)
                 if event.HasField("text_delta") and not second:
                     assert await asyncio.to_thread(_kill_lock_session, svc.settings.database_dsn())
                     second.extend(await collect(svc.client.send(
-                        "ابي اكلم موظف", user_id="u1", thread_id=thread_id, request_id="fast")))
+                        "ابي اكلم موظف", user_id=USER, thread_id=thread_id, request_id="fast")))
 
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await slow()
-        thread = await svc.client.get_thread(thread_id, user_id="u1")
-        listed = await svc.client.list_threads(user_id="u1")
+        thread = await svc.client.get_thread(thread_id, user_id=USER)
+        listed = await svc.client.list_threads(user_id=USER)
         forks = await _forks(svc, thread_id)
     assert second[-1].HasField("turn_completed")
     assert err.value.code() == grpc.StatusCode.ABORTED
@@ -139,12 +143,12 @@ async def test_lost_lock_session_without_successor_still_completes_truthfully(
     async with run_service(model_base_url=openai_server.base_url) as svc:
         events: list[Any] = []
         killed = 0
-        async for event in svc.client.send("هلا", user_id="u1", request_id="k-1"):
+        async for event in svc.client.send("هلا", user_id=USER, request_id="k-1"):
             events.append(event)
             if event.HasField("text_delta") and not killed:
                 killed = await asyncio.to_thread(_kill_lock_session, svc.settings.database_dsn())
-        thread = await svc.client.get_thread(events[-1].thread_id, user_id="u1")
-        after = await collect(svc.client.send("شكرا", user_id="u1",
+        thread = await svc.client.get_thread(events[-1].thread_id, user_id=USER)
+        after = await collect(svc.client.send("شكرا", user_id=USER,
                                               thread_id=events[-1].thread_id))
     assert killed == 1
     assert events[-1].HasField("turn_completed")
