@@ -1,44 +1,506 @@
-"""The deployment files agree with the code they deploy."""
+"""The deployment files agree with the code they deploy, and with Kubernetes.
+
+Each overlay is rendered with the real ``kubectl kustomize`` and validated
+strictly (unknown fields fail) against the pinned Kubernetes schemas of
+``kubernetes-validate``; the custom resources (CloudNativePG ``Cluster`` and
+``Pooler``, Prometheus Operator ``ServiceMonitor``) against the published CRD
+schemas in ``../shared/k8s-crds``. Then the invariants an operator relies on are
+asserted on the rendered output, not on the source files, so a patch in an
+overlay cannot quietly undo them. Under CI=true a missing tool fails.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import copy
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
 
+import jsonschema
+import pytest
 import yaml
 
 from service.server import SERVICE_NAME
 from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
+K8S = ROOT / "k8s"
+CRDS = ROOT.parent / "shared" / "k8s-crds"
+OVERLAYS = ("dev", "prod")
+# The Kubernetes version the manifests are validated against (kubernetes-validate
+# is pinned exactly in pyproject.toml, so its schemas do not move under us).
+K8S_VERSION = "1.37.0"
+CI = os.environ.get("CI") == "true"
+
+# Settings that other lanes of issue #13 add now (names agreed in advance);
+# accepted here so the manifests can already set them.
+AGREED_SETTINGS = {
+    "DIWANIYA_API_KEYS_FILE", "DIWANIYA_METRICS_LISTEN", "DIWANIYA_PG_MAX_CONNECTIONS",
+    "DIWANIYA_MAX_CONNECTION_AGE_S", "DIWANIYA_LOG_FORMAT", "DIWANIYA_LOG_LEVEL",
+    "DIWANIYA_ALLOW_ANONYMOUS",
+}
+# docs/operations.md "Metrics": every series the service exports.
+METRICS = (
+    "diwaniya_turn_duration_seconds", "diwaniya_turn_first_event_seconds",
+    "diwaniya_model_tokens_total", "diwaniya_model_cost_usd_total", "diwaniya_rpc_total",
+    "diwaniya_active_streams", "diwaniya_model_failures_total", "diwaniya_db_pool_connections",
+    "diwaniya_db_pool_wait_seconds", "diwaniya_turns_by_phase_total",
+    "diwaniya_turns_by_dialect_total",
+)
+# max_connections left for superuser slots, CloudNativePG's own connections,
+# and an operator's psql during an incident.
+PG_HEADROOM = 20
 
 
-def _docs(name: str) -> list[dict]:
-    return list(yaml.safe_load_all((ROOT / "k8s" / name).read_text(encoding="utf-8")))
+def _missing(what: str) -> None:
+    message = f"{what} is missing: run `.venv/bin/pip install -e '.[dev]'`"
+    if CI:
+        pytest.fail(message)
+    pytest.skip(message)
 
 
-def test_probes_ask_for_the_real_service() -> None:
-    deployment = next(d for d in _docs("deployment.yaml") if d["kind"] == "Deployment")
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["readinessProbe"]["grpc"]["service"] == SERVICE_NAME
-    # Liveness asks the process-only health service "", never the readiness one.
-    assert container["livenessProbe"]["grpc"].get("service", "") == ""
-    assert container["livenessProbe"]["grpc"]["port"] == container["ports"][0]["containerPort"]
-    assert container["ports"][0]["containerPort"] == 50051
+def _tool(name: str) -> str:
+    # The venv's bin first: `.venv/bin/python -m pytest` need not have it on PATH.
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if not found:
+        _missing(f"the `{name}` executable")
+    assert found is not None
+    return found
 
 
-def test_configmap_names_only_real_settings_and_grace_outlasts_drain() -> None:
-    (config,) = _docs("configmap.yaml")
-    fields = {f"DIWANIYA_{name.upper()}" for name in Settings.model_fields}
-    unknown = set(config["data"]) - fields
-    assert not unknown, f"configmap sets unknown settings: {unknown}"
-    deployment = next(d for d in _docs("deployment.yaml") if d["kind"] == "Deployment")
-    grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-    drain = float(config["data"]["DIWANIYA_DRAIN_GRACE_S"])
-    delay = float(config["data"].get("DIWANIYA_DRAIN_DELAY_S", Settings().drain_delay_s))
+@functools.cache
+def _render(overlay: str) -> tuple[dict[str, Any], ...]:
+    result = subprocess.run(
+        [_tool("kubectl"), "kustomize", str(K8S / "overlays" / overlay)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, f"kubectl kustomize {overlay}: {result.stderr}"
+    return tuple(d for d in yaml.safe_load_all(result.stdout) if d)
+
+
+def _docs(overlay: str, kind: str) -> list[dict[str, Any]]:
+    return [d for d in _render(overlay) if d["kind"] == kind]
+
+
+def _one(overlay: str, kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [d for d in _docs(overlay, kind) if name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"{overlay}: expected one {kind} {name or ''}, got {len(found)}"
+    return found[0]
+
+
+def _pod_specs(overlay: str) -> list[dict[str, Any]]:
+    return [d["spec"]["template"]["spec"] for d in _render(overlay)
+            if d["kind"] in ("Deployment", "Job", "StatefulSet", "DaemonSet")]
+
+
+def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return pod.get("initContainers", []) + pod["containers"]
+
+
+def _server(overlay: str) -> dict[str, Any]:
+    return _one(overlay, "Deployment", "diwaniya")["spec"]["template"]["spec"]
+
+
+def _config(overlay: str) -> dict[str, str]:
+    return _one(overlay, "ConfigMap")["data"]
+
+
+def _walk(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+# --- strict schema validation -------------------------------------------------
+
+def _kubernetes_validate() -> Any:
+    try:
+        import kubernetes_validate
+    except ImportError:
+        _missing("kubernetes-validate")
+    return kubernetes_validate
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """An openAPIV3Schema that rejects unknown fields, as the API server's strict
+    field validation does: objects with declared properties get
+    additionalProperties false, unless marked x-kubernetes-preserve-unknown-fields."""
+    schema = copy.deepcopy(schema)
+    for node in _walk(schema):
+        if (node.get("type") == "object" and "properties" in node
+                and "additionalProperties" not in node
+                and not node.get("x-kubernetes-preserve-unknown-fields")):
+            node["additionalProperties"] = False
+    return schema
+
+
+@functools.cache
+def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> strict JSON schema, for every served CRD version."""
+    if not CRDS.is_dir():
+        _missing(f"{CRDS} (the shared CRD schemas)")
+    schemas = {}
+    for path in sorted(CRDS.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text(encoding="utf-8"))
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            if version.get("served"):
+                schemas[(f"{group}/{version['name']}", kind)] = _strict(
+                    version["schema"]["openAPIV3Schema"])
+    return schemas
+
+
+def _validate(doc: dict[str, Any]) -> None:
+    """Raise if ``doc`` is not a valid object of its kind (unknown fields included)."""
+    crd = _crd_schemas().get((doc["apiVersion"], doc["kind"]))
+    if crd is not None:
+        jsonschema.Draft7Validator(crd).validate(doc)
+    else:
+        _kubernetes_validate().validate(doc, K8S_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_renders_and_validates_strictly(overlay: str) -> None:
+    docs = _render(overlay)
+    for doc in docs:
+        _validate(doc)
+    kinds = {d["kind"] for d in docs}
+    assert {"Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Service",
+            "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Job"} <= kinds
+    if overlay == "prod":
+        assert {"Cluster", "Pooler", "ServiceMonitor"} <= kinds
+        # Custom resources are checked by their CRDs, never skipped as unknown.
+        assert {(d["apiVersion"], d["kind"]) for d in docs
+                if d["kind"] in ("Cluster", "Pooler", "ServiceMonitor")} <= set(_crd_schemas())
+
+
+def test_validation_rejects_typos_and_bad_values() -> None:
+    # The validators are strict: a misspelled field or a wrong enum fails.
+    deployment = copy.deepcopy(_one("prod", "Deployment"))
+    deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbes"] = {}
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(deployment)
+    for edit in ({"poolmode": "session"}, {"poolMode": "statement"}):
+        pooler = copy.deepcopy(_one("prod", "Pooler"))
+        pooler["spec"]["pgbouncer"].update(edit)
+        with pytest.raises(jsonschema.ValidationError):
+            _validate(pooler)
+    monitor = copy.deepcopy(_one("prod", "ServiceMonitor"))
+    monitor["spec"]["endpoints"][0]["intervall"] = "30s"
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(monitor)
+
+
+def test_secret_template_is_valid_and_has_every_key_the_pods_read() -> None:
+    template = yaml.safe_load((K8S / "base" / "secret.template.yaml").read_text(encoding="utf-8"))
+    _validate(template)
+    assert template["metadata"]["name"] == "diwaniya"
+    read = set()
+    for pod in _pod_specs("prod"):
+        for node in _walk(pod):
+            ref = node.get("secretKeyRef")
+            if ref and ref["name"] == "diwaniya":
+                read.add(ref["key"])
+        for volume in pod.get("volumes", []):
+            if volume.get("secret", {}).get("secretName") == "diwaniya":
+                read |= {item["key"] for item in volume["secret"]["items"]}
+    assert read == {"api-keys.json", "database-url"}
+    assert read <= set(template["stringData"])
+    # The dev overlay generates the same keys, so both overlays run the same pods.
+    (dev_secret,) = _docs("dev", "Secret")
+    assert read <= set(dev_secret["data"])
+    # DATABASE_URL in prod names the session pooler, not the database.
+    assert f"//{_one('prod', 'Pooler')['metadata']['name']}:" in template["stringData"][
+        "database-url"]
+
+
+# --- the pods ---------------------------------------------------------------
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_probes_are_distinct_and_ask_for_the_real_services(overlay: str) -> None:
+    (container,) = _server(overlay)["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"grpc": 50051, "metrics": 9464}
+    liveness, readiness = container["livenessProbe"], container["readinessProbe"]
+    # Readiness follows the database and the drain; liveness is the process only.
+    assert readiness["grpc"]["service"] == SERVICE_NAME
+    assert liveness["grpc"].get("service", "") == ""
+    assert container["startupProbe"]["grpc"].get("service", "") == ""
+    assert liveness != readiness
+    for probe in (liveness, readiness, container["startupProbe"]):
+        assert probe["grpc"]["port"] == ports["grpc"]
+    config = _config(overlay)
+    assert config["DIWANIYA_LISTEN"].rpartition(":")[2] == str(ports["grpc"])
+    assert config["DIWANIYA_METRICS_LISTEN"].rpartition(":")[2] == str(ports["metrics"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_pod_is_restricted(overlay: str) -> None:
+    pods = _pod_specs(overlay)
+    assert len(pods) == 2  # the server and the migration Job
+    for pod in pods:
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["serviceAccountName"] == "diwaniya"
+        assert not any("hostPath" in v for v in pod.get("volumes", []))
+        for container in _containers(pod):
+            context = container["securityContext"]
+            assert context["runAsNonRoot"] is True
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["capabilities"] == {"drop": ["ALL"]}
+            assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert "limits" in container["resources"] and "requests" in container["resources"]
+    assert _one(overlay, "ServiceAccount")["automountServiceAccountToken"] is False
+    labels = _one(overlay, "Namespace")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_secrets_are_never_optional_and_keys_reload_in_place(overlay: str) -> None:
+    for pod in _pod_specs(overlay):
+        for node in _walk(pod):
+            for ref in ("secretKeyRef", "secretRef", "secret"):
+                if ref in node:
+                    assert node[ref].get("optional") is not True, f"optional {ref}: {node}"
+    pod = _server(overlay)
+    keys_file = PurePosixPath(_config(overlay)["DIWANIYA_API_KEYS_FILE"])
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "api-keys"]
+    assert volume["secret"]["optional"] is False
+    assert [i["path"] for i in volume["secret"]["items"]] == [keys_file.name]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "api-keys"]
+    # A subPath mount never sees a rotated Secret: the directory is mounted.
+    assert mount["mountPath"] == str(keys_file.parent) and "subPath" not in mount
+    assert mount["readOnly"] is True
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_images_are_real_references_never_latest(overlay: str) -> None:
+    images = {c["image"] for pod in _pod_specs(overlay) for c in _containers(pod)}
+    assert len(images) == 1  # the Job migrates with the release it precedes
+    for image in images:
+        name, _, tag = image.partition("@")[0].rpartition(":")
+        assert "/" in name and "." in name.split("/")[0], f"{image}: not a registry path"
+        assert "@sha256:" in image or (tag and tag != "latest"), f"{image}: no tag or digest"
+    if overlay == "prod":
+        cluster = _one("prod", "Cluster")["spec"]["imageName"]
+        assert not cluster.endswith(":latest") and ":" in cluster
+
+
+def _setting_names() -> set[str]:
+    names = set()
+    for name, field in Settings.model_fields.items():
+        names.add(f"DIWANIYA_{name.upper()}")
+        alias = field.validation_alias
+        names |= {str(choice) for choice in getattr(alias, "choices", [])}
+    return names
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_config_names_only_real_settings(overlay: str) -> None:
+    known = _setting_names() | AGREED_SETTINGS
+    env = set(_config(overlay))
+    for pod in _pod_specs(overlay):
+        env |= {e["name"] for c in _containers(pod) for e in c.get("env", [])}
+    unknown = {n for n in env if n.startswith("DIWANIYA_") and n not in known}
+    assert not unknown, f"{overlay} sets unknown settings: {unknown}"
+    others = {n for n in env if not n.startswith(("DIWANIYA_", "OTEL_"))}
+    assert others <= {"DATABASE_URL", "PGUSER", "PGPASSWORD"}
+    config = _config(overlay)
+    assert config["DIWANIYA_MIGRATE_ON_START"] == "false"  # the Job migrates
+    assert config["DIWANIYA_REFLECTION"] in ("true", "false")
+    assert config["DIWANIYA_LOG_FORMAT"] == "json"
+    assert config["OTEL_SERVICE_NAME"] == "diwaniya"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_grace_outlasts_the_drain(overlay: str) -> None:
+    config = _config(overlay)
+    grace = _server(overlay)["terminationGracePeriodSeconds"]
+    drain = float(config["DIWANIYA_DRAIN_GRACE_S"])
+    delay = float(config.get("DIWANIYA_DRAIN_DELAY_S", Settings().drain_delay_s))
     assert grace > drain + delay
 
 
-def test_dockerfile_ships_every_package() -> None:
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_migration_job_runs_migrate(overlay: str) -> None:
+    job = _one(overlay, "Job", "diwaniya-migrate")
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["migrate"]
+    assert job["spec"]["template"]["spec"]["restartPolicy"] in ("OnFailure", "Never")
+    assert "ttlSecondsAfterFinished" in job["spec"]
+
+
+# --- traffic, scaling, disruption -------------------------------------------
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_services_balance_onto_the_server_pods(overlay: str) -> None:
+    deployment = _one(overlay, "Deployment", "diwaniya")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert _matches(deployment["spec"]["selector"]["matchLabels"], labels)
+    main, headless = _one(overlay, "Service", "diwaniya"), _one(
+        overlay, "Service", "diwaniya-headless")
+    for service in (main, headless):
+        assert _matches(service["spec"]["selector"], labels)
+    assert {p["name"]: p.get("appProtocol") for p in main["spec"]["ports"]} == {
+        "grpc": "grpc", "metrics": "http"}
+    assert headless["spec"]["clusterIP"] == "None"
+    assert [p["name"] for p in headless["spec"]["ports"]] == ["grpc"]
+    container_ports = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0][
+        "ports"]}
+    assert {p["targetPort"] for p in main["spec"]["ports"]} <= container_ports
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_hpa_owns_the_replica_count_and_pdb_lets_one_go(overlay: str) -> None:
+    deployment = _one(overlay, "Deployment", "diwaniya")
+    hpa = _one(overlay, "HorizontalPodAutoscaler")
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1", "kind": "Deployment", "name": "diwaniya"}
+    # A fixed replica count would reset the HPA's choice on every apply.
+    assert "replicas" not in deployment["spec"]
+    assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
+    pdb = _one(overlay, "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert _matches(pdb["spec"]["selector"]["matchLabels"],
+                    deployment["spec"]["template"]["metadata"]["labels"])
+    spread = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert {c["topologyKey"] for c in spread} == {
+        "kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+
+
+def _ports(rule: dict[str, Any]) -> set[Any]:
+    return {p["port"] for p in rule.get("ports", [])}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_network_policy_admits_only_what_the_service_needs(overlay: str) -> None:
+    policy = _one(overlay, "NetworkPolicy")["spec"]
+    for pod in (d for d in _render(overlay) if d["kind"] in ("Deployment", "Job")):
+        assert _matches(policy["podSelector"]["matchLabels"],
+                        pod["spec"]["template"]["metadata"]["labels"])
+    assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+    ingress = {frozenset(_ports(rule)): rule["from"] for rule in policy["ingress"]}
+    assert set(ingress) == {frozenset({"grpc"}), frozenset({"metrics"})}
+    # Every peer is selected by a label; none is "anyone" ({}).
+    for peers in ingress.values():
+        for peer in peers:
+            selectors = [peer.get("namespaceSelector"), peer.get("podSelector")]
+            assert any(s and s.get("matchLabels") for s in selectors), peer
+    (monitoring,) = ingress[frozenset({"metrics"})]
+    assert monitoring["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "monitoring"}
+    egress = [_ports(rule) for rule in policy["egress"]]
+    assert {53} in egress and {5432} in egress and {8000} in egress
+    assert all(rule.get("to") for rule in policy["egress"])  # no egress to anywhere
+    (database,) = [r for r in policy["egress"] if _ports(r) == {5432}]
+    (peer,) = database["to"]
+    if overlay == "prod":
+        # Only the pooler carries the label: nothing reaches PostgreSQL around it.
+        pooler = _one("prod", "Pooler")["spec"]["template"]["metadata"]["labels"]
+        assert _matches(peer["podSelector"]["matchLabels"], pooler)
+        cluster = _one("prod", "Cluster")["spec"].get("inheritedMetadata", {})
+        assert not _matches(peer["podSelector"]["matchLabels"], cluster.get("labels", {}))
+
+
+# --- prod: PostgreSQL, the pooler, the connection budget, monitoring --------
+
+def test_prod_pooler_is_session_mode_in_front_of_the_cluster() -> None:
+    pooler, cluster = _one("prod", "Pooler")["spec"], _one("prod", "Cluster")
+    # Session advisory locks and asyncpg's statement cache need session mode.
+    assert pooler["pgbouncer"]["poolMode"] == "session"
+    assert pooler["cluster"]["name"] == cluster["metadata"]["name"]
+    assert pooler["type"] == "rw" and pooler["instances"] >= 2
+    assert cluster["spec"]["instances"] >= 3
+    assert cluster["spec"]["postgresql"]["synchronous"]["number"] >= 1
+    # The app credentials are CloudNativePG's own Secret for this cluster.
+    app_secret = f"{cluster['metadata']['name']}-app"
+    for pod in _pod_specs("prod"):
+        env = {e["name"]: e for e in pod["containers"][0]["env"]}
+        assert env["PGPASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == app_secret
+        assert env["PGUSER"]["valueFrom"]["secretKeyRef"]["name"] == app_secret
+
+
+def test_prod_connection_budget_fits_the_pooler_and_the_database() -> None:
+    budget = int(_config("prod")["DIWANIYA_PG_MAX_CONNECTIONS"])
+    # A rollout at the HPA's maximum runs maxSurge extra pods (the old ones
+    # drain while the new ones serve).
+    surge = _one("prod", "Deployment")["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+    replicas = _one("prod", "HorizontalPodAutoscaler")["spec"]["maxReplicas"] + surge
+    pooler = _one("prod", "Pooler")["spec"]
+    params = {k: int(v) for k, v in pooler["pgbouncer"]["parameters"].items()}
+    max_connections = int(
+        _one("prod", "Cluster")["spec"]["postgresql"]["parameters"]["max_connections"])
+    clients = replicas * budget
+    # Session mode: one server connection per client connection in use.
+    assert clients <= pooler["instances"] * params["default_pool_size"]
+    # The Service may send every client to one pooler instance.
+    assert clients <= params["max_client_conn"]
+    server = pooler["instances"] * (params["default_pool_size"] + params["reserve_pool_size"])
+    assert server + PG_HEADROOM <= max_connections
+    assert _config("prod")["DIWANIYA_WORKERS"] == "1"  # the budget is per pod
+
+
+def test_prod_servicemonitor_scrapes_the_metrics_port_once() -> None:
+    monitor = _one("prod", "ServiceMonitor")["spec"]
+    (endpoint,) = monitor["endpoints"]
+    assert endpoint["path"] == "/metrics"
+    scraped = [s for s in _docs("prod", "Service")
+               if _matches(monitor["selector"]["matchLabels"], s["metadata"]["labels"])]
+    assert [s["metadata"]["name"] for s in scraped] == ["diwaniya"]
+    assert endpoint["port"] in {p["name"] for p in scraped[0]["spec"]["ports"]}
+
+
+# --- the image --------------------------------------------------------------
+
+def test_hadolint_is_clean() -> None:
+    result = subprocess.run(
+        [_tool("hadolint"), "--no-color", "Dockerfile"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_dockerfile_is_multi_stage_non_root_and_ships_every_package() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     for package in ("diwaniya", "service", "majlis", "nlp", "memory"):
         assert f"COPY {package} {package}" in dockerfile
+    assert len(re.findall(r"^FROM ", dockerfile, re.MULTILINE)) >= 2
+    (user,) = re.findall(r"^USER (\S+)$", dockerfile, re.MULTILINE)
+    uid = int(user.split(":")[0])
+    assert uid != 0
+    # runAsUser in the pods is the image's user: runAsNonRoot checks a number.
+    for overlay in OVERLAYS:
+        for pod in _pod_specs(overlay):
+            assert pod["securityContext"]["runAsUser"] == uid
+    assert re.search(r"^EXPOSE 50051 9464$", dockerfile, re.MULTILINE)
+    # The build context is an allow-list: no ./data, .venv or .git in an image.
+    ignore = [line for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+              if line.strip() and not line.startswith("#")]
+    assert ignore[0] == "*"
+    assert not [line for line in ignore if line.startswith("!") and re.match(
+        r"!/?(data|\.venv|\.git|tests|bench)\b", line)]
+
+
+def test_operations_doc_covers_metrics_probes_and_the_formula() -> None:
+    doc = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    missing = [m for m in METRICS if m not in doc]
+    assert not missing, f"docs/operations.md does not describe {missing}"
+    for phrase in ("DIWANIYA_PG_MAX_CONNECTIONS", "max_connections", SERVICE_NAME,
+                   "Citus", "CloudNativePG", "outages.md", "session"):
+        assert phrase in doc, phrase
