@@ -4,22 +4,19 @@ Each overlay is rendered with the real ``kubectl kustomize`` and validated
 strictly (unknown fields fail) against the pinned Kubernetes schemas of
 ``kubernetes-validate``; the custom resources (CloudNativePG ``Cluster`` and
 ``Pooler``, Prometheus Operator ``ServiceMonitor``) against the published CRD
-schemas in ``../shared/k8s-crds``. Then the invariants an operator relies on are
-asserted on the rendered output, not on the source files, so a patch in an
-overlay cannot quietly undo them. Under CI=true a missing tool fails.
+schemas in ``../shared/k8s-crds`` (tests/k8s_manifests.py). Then the invariants
+an operator relies on are asserted on the rendered output, not on the source
+files, so a patch in an overlay cannot quietly undo them. Under CI=true a
+missing tool fails.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import re
-import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 import jsonschema
@@ -28,15 +25,8 @@ import yaml
 
 from service.server import SERVICE_NAME
 from service.settings import Settings
-
-ROOT = Path(__file__).resolve().parents[1]
-K8S = ROOT / "k8s"
-CRDS = ROOT.parent / "shared" / "k8s-crds"
-OVERLAYS = ("dev", "prod")
-# The Kubernetes version the manifests are validated against (kubernetes-validate
-# is pinned exactly in pyproject.toml, so its schemas do not move under us).
-K8S_VERSION = "1.37.0"
-CI = os.environ.get("CI") == "true"
+from tests import k8s_manifests as km
+from tests.k8s_manifests import K8S, OVERLAYS, ROOT
 
 # Settings that other lanes of issue #13 add now (names agreed in advance);
 # accepted here so the manifests can already set them.
@@ -58,126 +48,11 @@ METRICS = (
 PG_HEADROOM = 20
 
 
-def _missing(what: str) -> None:
-    message = f"{what} is missing: run `.venv/bin/pip install -e '.[dev]'`"
-    if CI:
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def _tool(name: str) -> str:
-    # The venv's bin first: `.venv/bin/python -m pytest` need not have it on PATH.
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if not found:
-        _missing(f"the `{name}` executable")
-    assert found is not None
-    return found
-
-
-@functools.cache
-def _render(overlay: str) -> tuple[dict[str, Any], ...]:
-    result = subprocess.run(
-        [_tool("kubectl"), "kustomize", str(K8S / "overlays" / overlay)],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, f"kubectl kustomize {overlay}: {result.stderr}"
-    return tuple(d for d in yaml.safe_load_all(result.stdout) if d)
-
-
-def _docs(overlay: str, kind: str) -> list[dict[str, Any]]:
-    return [d for d in _render(overlay) if d["kind"] == kind]
-
-
-def _one(overlay: str, kind: str, name: str | None = None) -> dict[str, Any]:
-    found = [d for d in _docs(overlay, kind) if name in (None, d["metadata"]["name"])]
-    assert len(found) == 1, f"{overlay}: expected one {kind} {name or ''}, got {len(found)}"
-    return found[0]
-
-
-def _pod_specs(overlay: str) -> list[dict[str, Any]]:
-    return [d["spec"]["template"]["spec"] for d in _render(overlay)
-            if d["kind"] in ("Deployment", "Job", "StatefulSet", "DaemonSet")]
-
-
-def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    return pod.get("initContainers", []) + pod["containers"]
-
-
-def _server(overlay: str) -> dict[str, Any]:
-    return _one(overlay, "Deployment", "diwaniya")["spec"]["template"]["spec"]
-
-
-def _config(overlay: str) -> dict[str, str]:
-    return _one(overlay, "ConfigMap")["data"]
-
-
-def _walk(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
-
-
-def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
-
-
-# --- strict schema validation -------------------------------------------------
-
-def _kubernetes_validate() -> Any:
-    try:
-        import kubernetes_validate
-    except ImportError:
-        _missing("kubernetes-validate")
-    return kubernetes_validate
-
-
-def _strict(schema: dict[str, Any]) -> dict[str, Any]:
-    """An openAPIV3Schema that rejects unknown fields, as the API server's strict
-    field validation does: objects with declared properties get
-    additionalProperties false, unless marked x-kubernetes-preserve-unknown-fields."""
-    schema = copy.deepcopy(schema)
-    for node in _walk(schema):
-        if (node.get("type") == "object" and "properties" in node
-                and "additionalProperties" not in node
-                and not node.get("x-kubernetes-preserve-unknown-fields")):
-            node["additionalProperties"] = False
-    return schema
-
-
-@functools.cache
-def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) -> strict JSON schema, for every served CRD version."""
-    if not CRDS.is_dir():
-        _missing(f"{CRDS} (the shared CRD schemas)")
-    schemas = {}
-    for path in sorted(CRDS.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text(encoding="utf-8"))
-        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-        for version in crd["spec"]["versions"]:
-            if version.get("served"):
-                schemas[(f"{group}/{version['name']}", kind)] = _strict(
-                    version["schema"]["openAPIV3Schema"])
-    return schemas
-
-
-def _validate(doc: dict[str, Any]) -> None:
-    """Raise if ``doc`` is not a valid object of its kind (unknown fields included)."""
-    crd = _crd_schemas().get((doc["apiVersion"], doc["kind"]))
-    if crd is not None:
-        jsonschema.Draft7Validator(crd).validate(doc)
-    else:
-        _kubernetes_validate().validate(doc, K8S_VERSION, strict=True)
-
-
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_renders_and_validates_strictly(overlay: str) -> None:
-    docs = _render(overlay)
+    docs = km.render(overlay)
     for doc in docs:
-        _validate(doc)
+        km.validate(doc)
     kinds = {d["kind"] for d in docs}
     assert {"Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Service",
             "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Job"} <= kinds
@@ -185,33 +60,33 @@ def test_overlay_renders_and_validates_strictly(overlay: str) -> None:
         assert {"Cluster", "Pooler", "ServiceMonitor"} <= kinds
         # Custom resources are checked by their CRDs, never skipped as unknown.
         assert {(d["apiVersion"], d["kind"]) for d in docs
-                if d["kind"] in ("Cluster", "Pooler", "ServiceMonitor")} <= set(_crd_schemas())
+                if d["kind"] in ("Cluster", "Pooler", "ServiceMonitor")} <= set(km.crd_schemas())
 
 
 def test_validation_rejects_typos_and_bad_values() -> None:
     # The validators are strict: a misspelled field or a wrong enum fails.
-    deployment = copy.deepcopy(_one("prod", "Deployment"))
+    deployment = copy.deepcopy(km.one("prod", "Deployment"))
     deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbes"] = {}
     with pytest.raises(jsonschema.ValidationError):
-        _validate(deployment)
+        km.validate(deployment)
     for edit in ({"poolmode": "session"}, {"poolMode": "statement"}):
-        pooler = copy.deepcopy(_one("prod", "Pooler"))
+        pooler = copy.deepcopy(km.one("prod", "Pooler"))
         pooler["spec"]["pgbouncer"].update(edit)
         with pytest.raises(jsonschema.ValidationError):
-            _validate(pooler)
-    monitor = copy.deepcopy(_one("prod", "ServiceMonitor"))
+            km.validate(pooler)
+    monitor = copy.deepcopy(km.one("prod", "ServiceMonitor"))
     monitor["spec"]["endpoints"][0]["intervall"] = "30s"
     with pytest.raises(jsonschema.ValidationError):
-        _validate(monitor)
+        km.validate(monitor)
 
 
 def test_secret_template_is_valid_and_has_every_key_the_pods_read() -> None:
     template = yaml.safe_load((K8S / "base" / "secret.template.yaml").read_text(encoding="utf-8"))
-    _validate(template)
+    km.validate(template)
     assert template["metadata"]["name"] == "diwaniya"
     read = set()
-    for pod in _pod_specs("prod"):
-        for node in _walk(pod):
+    for pod in km.pod_specs("prod"):
+        for node in km.walk(pod):
             ref = node.get("secretKeyRef")
             if ref and ref["name"] == "diwaniya":
                 read.add(ref["key"])
@@ -221,10 +96,10 @@ def test_secret_template_is_valid_and_has_every_key_the_pods_read() -> None:
     assert read == {"api-keys.json", "database-url"}
     assert read <= set(template["stringData"])
     # The dev overlay generates the same keys, so both overlays run the same pods.
-    (dev_secret,) = _docs("dev", "Secret")
+    (dev_secret,) = km.docs("dev", "Secret")
     assert read <= set(dev_secret["data"])
     # DATABASE_URL in prod names the session pooler, not the database.
-    assert f"//{_one('prod', 'Pooler')['metadata']['name']}:" in template["stringData"][
+    assert f"//{km.one('prod', 'Pooler')['metadata']['name']}:" in template["stringData"][
         "database-url"]
 
 
@@ -232,7 +107,7 @@ def test_secret_template_is_valid_and_has_every_key_the_pods_read() -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_probes_are_distinct_and_ask_for_the_real_services(overlay: str) -> None:
-    (container,) = _server(overlay)["containers"]
+    (container,) = km.server(overlay)["containers"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"grpc": 50051, "metrics": 9464}
     liveness, readiness = container["livenessProbe"], container["readinessProbe"]
@@ -243,14 +118,14 @@ def test_probes_are_distinct_and_ask_for_the_real_services(overlay: str) -> None
     assert liveness != readiness
     for probe in (liveness, readiness, container["startupProbe"]):
         assert probe["grpc"]["port"] == ports["grpc"]
-    config = _config(overlay)
+    config = km.config(overlay)
     assert config["DIWANIYA_LISTEN"].rpartition(":")[2] == str(ports["grpc"])
     assert config["DIWANIYA_METRICS_LISTEN"].rpartition(":")[2] == str(ports["metrics"])
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_pod_is_restricted(overlay: str) -> None:
-    pods = _pod_specs(overlay)
+    pods = km.pod_specs(overlay)
     assert len(pods) == 2  # the server and the migration Job
     for pod in pods:
         assert pod["securityContext"]["runAsNonRoot"] is True
@@ -258,7 +133,7 @@ def test_every_pod_is_restricted(overlay: str) -> None:
         assert pod["automountServiceAccountToken"] is False
         assert pod["serviceAccountName"] == "diwaniya"
         assert not any("hostPath" in v for v in pod.get("volumes", []))
-        for container in _containers(pod):
+        for container in km.containers(pod):
             context = container["securityContext"]
             assert context["runAsNonRoot"] is True
             assert context["readOnlyRootFilesystem"] is True
@@ -266,20 +141,20 @@ def test_every_pod_is_restricted(overlay: str) -> None:
             assert context["capabilities"] == {"drop": ["ALL"]}
             assert context["seccompProfile"] == {"type": "RuntimeDefault"}
             assert "limits" in container["resources"] and "requests" in container["resources"]
-    assert _one(overlay, "ServiceAccount")["automountServiceAccountToken"] is False
-    labels = _one(overlay, "Namespace")["metadata"]["labels"]
+    assert km.one(overlay, "ServiceAccount")["automountServiceAccountToken"] is False
+    labels = km.one(overlay, "Namespace")["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_secrets_are_never_optional_and_keys_reload_in_place(overlay: str) -> None:
-    for pod in _pod_specs(overlay):
-        for node in _walk(pod):
+    for pod in km.pod_specs(overlay):
+        for node in km.walk(pod):
             for ref in ("secretKeyRef", "secretRef", "secret"):
                 if ref in node:
                     assert node[ref].get("optional") is not True, f"optional {ref}: {node}"
-    pod = _server(overlay)
-    keys_file = PurePosixPath(_config(overlay)["DIWANIYA_API_KEYS_FILE"])
+    pod = km.server(overlay)
+    keys_file = PurePosixPath(km.config(overlay)["DIWANIYA_API_KEYS_FILE"])
     (volume,) = [v for v in pod["volumes"] if v["name"] == "api-keys"]
     assert volume["secret"]["optional"] is False
     assert [i["path"] for i in volume["secret"]["items"]] == [keys_file.name]
@@ -291,14 +166,14 @@ def test_secrets_are_never_optional_and_keys_reload_in_place(overlay: str) -> No
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_images_are_real_references_never_latest(overlay: str) -> None:
-    images = {c["image"] for pod in _pod_specs(overlay) for c in _containers(pod)}
+    images = {c["image"] for pod in km.pod_specs(overlay) for c in km.containers(pod)}
     assert len(images) == 1  # the Job migrates with the release it precedes
     for image in images:
         name, _, tag = image.partition("@")[0].rpartition(":")
         assert "/" in name and "." in name.split("/")[0], f"{image}: not a registry path"
         assert "@sha256:" in image or (tag and tag != "latest"), f"{image}: no tag or digest"
     if overlay == "prod":
-        cluster = _one("prod", "Cluster")["spec"]["imageName"]
+        cluster = km.one("prod", "Cluster")["spec"]["imageName"]
         assert not cluster.endswith(":latest") and ":" in cluster
 
 
@@ -314,14 +189,14 @@ def _setting_names() -> set[str]:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_config_names_only_real_settings(overlay: str) -> None:
     known = _setting_names() | AGREED_SETTINGS
-    env = set(_config(overlay))
-    for pod in _pod_specs(overlay):
-        env |= {e["name"] for c in _containers(pod) for e in c.get("env", [])}
+    env = set(km.config(overlay))
+    for pod in km.pod_specs(overlay):
+        env |= {e["name"] for c in km.containers(pod) for e in c.get("env", [])}
     unknown = {n for n in env if n.startswith("DIWANIYA_") and n not in known}
     assert not unknown, f"{overlay} sets unknown settings: {unknown}"
     others = {n for n in env if not n.startswith(("DIWANIYA_", "OTEL_"))}
     assert others <= {"DATABASE_URL", "PGUSER", "PGPASSWORD"}
-    config = _config(overlay)
+    config = km.config(overlay)
     assert config["DIWANIYA_MIGRATE_ON_START"] == "false"  # the Job migrates
     assert config["DIWANIYA_REFLECTION"] in ("true", "false")
     assert config["DIWANIYA_LOG_FORMAT"] == "json"
@@ -329,9 +204,28 @@ def test_config_names_only_real_settings(overlay: str) -> None:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
+def test_config_values_pass_the_settings_model(overlay: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The values, not only the names: a typo'd time zone or a bad HOST:PORT
+    # would otherwise surface only when a pod starts. The agreed names of other
+    # lanes are left to their own start-up checks.
+    for name in [n for n in os.environ if n.startswith("DIWANIYA_")]:
+        monkeypatch.delenv(name)
+    config = {k: v for k, v in km.config(overlay).items()
+              if k.startswith("DIWANIYA_") and k not in AGREED_SETTINGS}
+    for name, value in config.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings()
+    assert settings.listen == config["DIWANIYA_LISTEN"]
+    assert settings.migrate_on_start is False
+    assert settings.workers == 1
+    assert settings.drain_grace_s == float(config["DIWANIYA_DRAIN_GRACE_S"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
 def test_grace_outlasts_the_drain(overlay: str) -> None:
-    config = _config(overlay)
-    grace = _server(overlay)["terminationGracePeriodSeconds"]
+    config = km.config(overlay)
+    grace = km.server(overlay)["terminationGracePeriodSeconds"]
     drain = float(config["DIWANIYA_DRAIN_GRACE_S"])
     delay = float(config.get("DIWANIYA_DRAIN_DELAY_S", Settings().drain_delay_s))
     assert grace > drain + delay
@@ -339,7 +233,7 @@ def test_grace_outlasts_the_drain(overlay: str) -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_migration_job_runs_migrate(overlay: str) -> None:
-    job = _one(overlay, "Job", "diwaniya-migrate")
+    job = km.one(overlay, "Job", "diwaniya-migrate")
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["args"] == ["migrate"]
     assert job["spec"]["template"]["spec"]["restartPolicy"] in ("OnFailure", "Never")
@@ -350,13 +244,13 @@ def test_migration_job_runs_migrate(overlay: str) -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_services_balance_onto_the_server_pods(overlay: str) -> None:
-    deployment = _one(overlay, "Deployment", "diwaniya")
+    deployment = km.one(overlay, "Deployment", "diwaniya")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
-    assert _matches(deployment["spec"]["selector"]["matchLabels"], labels)
-    main, headless = _one(overlay, "Service", "diwaniya"), _one(
+    assert km.matches(deployment["spec"]["selector"]["matchLabels"], labels)
+    main, headless = km.one(overlay, "Service", "diwaniya"), km.one(
         overlay, "Service", "diwaniya-headless")
     for service in (main, headless):
-        assert _matches(service["spec"]["selector"], labels)
+        assert km.matches(service["spec"]["selector"], labels)
     assert {p["name"]: p.get("appProtocol") for p in main["spec"]["ports"]} == {
         "grpc": "grpc", "metrics": "http"}
     assert headless["spec"]["clusterIP"] == "None"
@@ -368,16 +262,16 @@ def test_services_balance_onto_the_server_pods(overlay: str) -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_hpa_owns_the_replica_count_and_pdb_lets_one_go(overlay: str) -> None:
-    deployment = _one(overlay, "Deployment", "diwaniya")
-    hpa = _one(overlay, "HorizontalPodAutoscaler")
+    deployment = km.one(overlay, "Deployment", "diwaniya")
+    hpa = km.one(overlay, "HorizontalPodAutoscaler")
     assert hpa["spec"]["scaleTargetRef"] == {
         "apiVersion": "apps/v1", "kind": "Deployment", "name": "diwaniya"}
     # A fixed replica count would reset the HPA's choice on every apply.
     assert "replicas" not in deployment["spec"]
     assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
-    pdb = _one(overlay, "PodDisruptionBudget")
+    pdb = km.one(overlay, "PodDisruptionBudget")
     assert pdb["spec"]["maxUnavailable"] == 1
-    assert _matches(pdb["spec"]["selector"]["matchLabels"],
+    assert km.matches(pdb["spec"]["selector"]["matchLabels"],
                     deployment["spec"]["template"]["metadata"]["labels"])
     spread = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
     assert {c["topologyKey"] for c in spread} == {
@@ -390,9 +284,9 @@ def _ports(rule: dict[str, Any]) -> set[Any]:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_network_policy_admits_only_what_the_service_needs(overlay: str) -> None:
-    policy = _one(overlay, "NetworkPolicy")["spec"]
-    for pod in (d for d in _render(overlay) if d["kind"] in ("Deployment", "Job")):
-        assert _matches(policy["podSelector"]["matchLabels"],
+    policy = km.one(overlay, "NetworkPolicy")["spec"]
+    for pod in (d for d in km.render(overlay) if d["kind"] in ("Deployment", "Job")):
+        assert km.matches(policy["podSelector"]["matchLabels"],
                         pod["spec"]["template"]["metadata"]["labels"])
     assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
     ingress = {frozenset(_ports(rule)): rule["from"] for rule in policy["ingress"]}
@@ -412,16 +306,16 @@ def test_network_policy_admits_only_what_the_service_needs(overlay: str) -> None
     (peer,) = database["to"]
     if overlay == "prod":
         # Only the pooler carries the label: nothing reaches PostgreSQL around it.
-        pooler = _one("prod", "Pooler")["spec"]["template"]["metadata"]["labels"]
-        assert _matches(peer["podSelector"]["matchLabels"], pooler)
-        cluster = _one("prod", "Cluster")["spec"].get("inheritedMetadata", {})
-        assert not _matches(peer["podSelector"]["matchLabels"], cluster.get("labels", {}))
+        pooler = km.one("prod", "Pooler")["spec"]["template"]["metadata"]["labels"]
+        assert km.matches(peer["podSelector"]["matchLabels"], pooler)
+        cluster = km.one("prod", "Cluster")["spec"].get("inheritedMetadata", {})
+        assert not km.matches(peer["podSelector"]["matchLabels"], cluster.get("labels", {}))
 
 
 # --- prod: PostgreSQL, the pooler, the connection budget, monitoring --------
 
 def test_prod_pooler_is_session_mode_in_front_of_the_cluster() -> None:
-    pooler, cluster = _one("prod", "Pooler")["spec"], _one("prod", "Cluster")
+    pooler, cluster = km.one("prod", "Pooler")["spec"], km.one("prod", "Cluster")
     # Session advisory locks and asyncpg's statement cache need session mode.
     assert pooler["pgbouncer"]["poolMode"] == "session"
     assert pooler["cluster"]["name"] == cluster["metadata"]["name"]
@@ -430,22 +324,22 @@ def test_prod_pooler_is_session_mode_in_front_of_the_cluster() -> None:
     assert cluster["spec"]["postgresql"]["synchronous"]["number"] >= 1
     # The app credentials are CloudNativePG's own Secret for this cluster.
     app_secret = f"{cluster['metadata']['name']}-app"
-    for pod in _pod_specs("prod"):
+    for pod in km.pod_specs("prod"):
         env = {e["name"]: e for e in pod["containers"][0]["env"]}
         assert env["PGPASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == app_secret
         assert env["PGUSER"]["valueFrom"]["secretKeyRef"]["name"] == app_secret
 
 
 def test_prod_connection_budget_fits_the_pooler_and_the_database() -> None:
-    budget = int(_config("prod")["DIWANIYA_PG_MAX_CONNECTIONS"])
+    budget = int(km.config("prod")["DIWANIYA_PG_MAX_CONNECTIONS"])
     # A rollout at the HPA's maximum runs maxSurge extra pods (the old ones
     # drain while the new ones serve).
-    surge = _one("prod", "Deployment")["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
-    replicas = _one("prod", "HorizontalPodAutoscaler")["spec"]["maxReplicas"] + surge
-    pooler = _one("prod", "Pooler")["spec"]
+    surge = km.one("prod", "Deployment")["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+    replicas = km.one("prod", "HorizontalPodAutoscaler")["spec"]["maxReplicas"] + surge
+    pooler = km.one("prod", "Pooler")["spec"]
     params = {k: int(v) for k, v in pooler["pgbouncer"]["parameters"].items()}
     max_connections = int(
-        _one("prod", "Cluster")["spec"]["postgresql"]["parameters"]["max_connections"])
+        km.one("prod", "Cluster")["spec"]["postgresql"]["parameters"]["max_connections"])
     clients = replicas * budget
     # Session mode: one server connection per client connection in use.
     assert clients <= pooler["instances"] * params["default_pool_size"]
@@ -453,15 +347,24 @@ def test_prod_connection_budget_fits_the_pooler_and_the_database() -> None:
     assert clients <= params["max_client_conn"]
     server = pooler["instances"] * (params["default_pool_size"] + params["reserve_pool_size"])
     assert server + PG_HEADROOM <= max_connections
-    assert _config("prod")["DIWANIYA_WORKERS"] == "1"  # the budget is per pod
+    assert km.config("prod")["DIWANIYA_WORKERS"] == "1"  # the budget is per pod
+
+
+def test_dev_connection_budget_fits_a_default_postgresql() -> None:
+    # dev has no pooler: its own PostgreSQL at the default max_connections (100).
+    budget = int(km.config("dev")["DIWANIYA_PG_MAX_CONNECTIONS"])
+    surge = km.one("dev", "Deployment")["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+    replicas = km.one("dev", "HorizontalPodAutoscaler")["spec"]["maxReplicas"] + surge
+    assert replicas * budget + PG_HEADROOM <= 100
+    assert km.config("dev")["DIWANIYA_WORKERS"] == "1"
 
 
 def test_prod_servicemonitor_scrapes_the_metrics_port_once() -> None:
-    monitor = _one("prod", "ServiceMonitor")["spec"]
+    monitor = km.one("prod", "ServiceMonitor")["spec"]
     (endpoint,) = monitor["endpoints"]
     assert endpoint["path"] == "/metrics"
-    scraped = [s for s in _docs("prod", "Service")
-               if _matches(monitor["selector"]["matchLabels"], s["metadata"]["labels"])]
+    scraped = [s for s in km.docs("prod", "Service")
+               if km.matches(monitor["selector"]["matchLabels"], s["metadata"]["labels"])]
     assert [s["metadata"]["name"] for s in scraped] == ["diwaniya"]
     assert endpoint["port"] in {p["name"] for p in scraped[0]["spec"]["ports"]}
 
@@ -470,7 +373,7 @@ def test_prod_servicemonitor_scrapes_the_metrics_port_once() -> None:
 
 def test_hadolint_is_clean() -> None:
     result = subprocess.run(
-        [_tool("hadolint"), "--no-color", "Dockerfile"],
+        [km.tool("hadolint"), "--no-color", "Dockerfile"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == ""
@@ -486,7 +389,7 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_every_package() -> None:
     assert uid != 0
     # runAsUser in the pods is the image's user: runAsNonRoot checks a number.
     for overlay in OVERLAYS:
-        for pod in _pod_specs(overlay):
+        for pod in km.pod_specs(overlay):
             assert pod["securityContext"]["runAsUser"] == uid
     assert re.search(r"^EXPOSE 50051 9464$", dockerfile, re.MULTILINE)
     # The build context is an allow-list: no ./data, .venv or .git in an image.
