@@ -12,20 +12,26 @@ missing tool fails.
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import re
+import signal
 import subprocess
-from pathlib import PurePosixPath
+import sys
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+import grpc
 import jsonschema
 import pytest
 import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from service.server import SERVICE_NAME
 from service.settings import Settings
 from tests import k8s_manifests as km
+from tests.chaos.conftest import ServeProcess, free_port
 from tests.k8s_manifests import K8S, OVERLAYS, ROOT
 
 # Settings that other lanes of issue #13 add now (names agreed in advance);
@@ -407,3 +413,66 @@ def test_operations_doc_covers_metrics_probes_and_the_formula() -> None:
     for phrase in ("DIWANIYA_PG_MAX_CONNECTIONS", "max_connections", SERVICE_NAME,
                    "Citus", "CloudNativePG", "outages.md", "session"):
         assert phrase in doc, phrase
+
+
+# --- the pod's own configuration, run for real --------------------------------
+
+def _pod_env(overlay: str, keys_dir: Path, database_url: str) -> dict[str, str]:
+    """The server container's environment as the kubelet would build it, with
+    the mounts and the database replaced by local ones."""
+    env = dict(km.config(overlay))
+    for item in km.server(overlay)["containers"][0].get("env", []):
+        if "value" in item:
+            env[item["name"]] = item["value"]
+    (secret,) = km.docs(overlay, "Secret")
+    keys_file = keys_dir / PurePosixPath(env["DIWANIYA_API_KEYS_FILE"]).name
+    keys_file.write_bytes(base64.b64decode(secret["data"]["api-keys.json"]))
+    env.update(DIWANIYA_API_KEYS_FILE=str(keys_file), DATABASE_URL=database_url,
+               DIWANIYA_DATA_DIR=str(keys_dir),
+               DIWANIYA_METRICS_LISTEN=f"127.0.0.1:{free_port()}")
+    return env
+
+
+def _health(channel: grpc.Channel, service: str) -> int:
+    stub = health_pb2_grpc.HealthStub(channel)
+    return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
+
+
+def _watch_until(channel: grpc.Channel, service: str, status: int) -> None:
+    # Event-driven: the health Watch stream, not a polling sleep.
+    stub = health_pb2_grpc.HealthStub(channel)
+    for reply in stub.Watch(health_pb2.HealthCheckRequest(service=service), timeout=90):
+        if reply.status == status:
+            return
+    raise AssertionError(f"{service!r} never became {status}")
+
+
+@pytest.mark.postgres
+def test_dev_pod_config_migrates_then_serves_its_probes(pg_dsn: str, tmp_path: Path) -> None:
+    """The Job's command, then the server's, with the dev ConfigMap and Secret:
+    migrate exits 0, liveness ("") and readiness (the API) report SERVING, and
+    SIGTERM turns readiness NOT_SERVING while liveness holds, then exits 0."""
+    env = _pod_env("dev", tmp_path, pg_dsn)
+    job = km.one("dev", "Job", "diwaniya-migrate")["spec"]["template"]["spec"]["containers"][0]
+    job_env = {**env, **{e["name"]: e["value"] for e in job["env"] if "value" in e}}
+    migrated = subprocess.run(
+        [sys.executable, "-m", "service", *job["args"]], cwd=ROOT, env={**os.environ, **job_env},
+        capture_output=True, text=True, timeout=300, check=False)
+    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+    serve = ServeProcess(env, tmp_path / "serve.log")
+    target = serve.start()
+    # One connection throughout: the next Check right after NOT_SERVING needs
+    # no new handshake inside the drain delay.
+    channel = grpc.insecure_channel(target)
+    try:
+        assert _health(channel, "") == health_pb2.HealthCheckResponse.SERVING
+        _watch_until(channel, SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        assert serve.proc is not None
+        serve.proc.send_signal(signal.SIGTERM)
+        _watch_until(channel, SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        # Within DIWANIYA_DRAIN_DELAY_S the process still answers: liveness holds.
+        assert _health(channel, "") == health_pb2.HealthCheckResponse.SERVING
+        assert serve.proc.wait(timeout=120) == 0
+    finally:
+        channel.close()
+        serve.stop()
