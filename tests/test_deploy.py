@@ -19,8 +19,10 @@ import re
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import jsonschema
@@ -417,19 +419,26 @@ def test_operations_doc_covers_metrics_probes_and_the_formula() -> None:
 
 # --- the pod's own configuration, run for real --------------------------------
 
-def _pod_env(overlay: str, keys_dir: Path, database_url: str) -> dict[str, str]:
+def _pod_env(overlay: str, keys_dir: Path, pg_dsn: str) -> dict[str, str]:
     """The server container's environment as the kubelet would build it, with
-    the mounts and the database replaced by local ones."""
+    the mounts and the database replaced by local ones (the keys: dev's)."""
     env = dict(km.config(overlay))
-    for item in km.server(overlay)["containers"][0].get("env", []):
+    container = km.server(overlay)["containers"][0]
+    for item in container.get("env", []):
         if "value" in item:
             env[item["name"]] = item["value"]
-    (secret,) = km.docs(overlay, "Secret")
+    (secret,) = km.docs("dev", "Secret")
     keys_file = keys_dir / PurePosixPath(env["DIWANIYA_API_KEYS_FILE"]).name
     keys_file.write_bytes(base64.b64decode(secret["data"]["api-keys.json"]))
-    env.update(DIWANIYA_API_KEYS_FILE=str(keys_file), DATABASE_URL=database_url,
-               DIWANIYA_DATA_DIR=str(keys_dir),
-               DIWANIYA_METRICS_LISTEN=f"127.0.0.1:{free_port()}")
+    env.update(DIWANIYA_API_KEYS_FILE=str(keys_file), DIWANIYA_DATA_DIR=str(keys_dir),
+               DIWANIYA_METRICS_LISTEN=f"127.0.0.1:{free_port()}", DATABASE_URL=pg_dsn)
+    if {e["name"] for e in container["env"]} >= {"PGUSER", "PGPASSWORD"}:
+        # prod: the URL names only host and database; both drivers must take
+        # the user and password from PGUSER/PGPASSWORD (CloudNativePG's Secret).
+        url = urlsplit(pg_dsn)
+        assert url.username and not url.password
+        env["DATABASE_URL"] = urlunsplit(url._replace(netloc=url.netloc.split("@", 1)[1]))
+        env.update(PGUSER=url.username, PGPASSWORD="unused-with-trust-auth")
     return env
 
 
@@ -448,17 +457,28 @@ def _watch_until(channel: grpc.Channel, service: str, status: int) -> None:
 
 
 @pytest.mark.postgres
-def test_dev_pod_config_migrates_then_serves_its_probes(pg_dsn: str, tmp_path: Path) -> None:
-    """The Job's command, then the server's, with the dev ConfigMap and Secret:
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_pod_config_migrates_then_serves_its_probes(overlay: str, pg_dsn: str,
+                                                    tmp_path: Path) -> None:
+    """The Job's command, then the server's, with the overlay's ConfigMap and env:
     migrate exits 0, liveness ("") and readiness (the API) report SERVING, and
     SIGTERM turns readiness NOT_SERVING while liveness holds, then exits 0."""
-    env = _pod_env("dev", tmp_path, pg_dsn)
-    job = km.one("dev", "Job", "diwaniya-migrate")["spec"]["template"]["spec"]["containers"][0]
+    env = _pod_env(overlay, tmp_path, pg_dsn)
+    job = km.one(overlay, "Job", "diwaniya-migrate")["spec"]["template"]["spec"]["containers"][0]
     job_env = {**env, **{e["name"]: e["value"] for e in job["env"] if "value" in e}}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "DIWANIYA_"))}
     migrated = subprocess.run(
-        [sys.executable, "-m", "service", *job["args"]], cwd=ROOT, env={**os.environ, **job_env},
+        [sys.executable, "-m", "service", *job["args"]], cwd=ROOT, env={**inherited, **job_env},
         capture_output=True, text=True, timeout=300, check=False)
     assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+    if "PGUSER" in env:
+        # The user really comes from PGUSER: a role that does not exist fails.
+        role = f"diwaniya_no_such_role_{uuid.uuid4().hex[:8]}"
+        refused = subprocess.run(
+            [sys.executable, "-m", "service", *job["args"]], cwd=ROOT,
+            env={**inherited, **job_env, "PGUSER": role},
+            capture_output=True, text=True, timeout=300, check=False)
+        assert refused.returncode != 0 and role in refused.stdout + refused.stderr
     serve = ServeProcess(env, tmp_path / "serve.log")
     target = serve.start()
     # One connection throughout: the next Check right after NOT_SERVING needs
