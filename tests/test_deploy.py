@@ -430,6 +430,10 @@ def _pod_env(overlay: str, keys_dir: Path, pg_dsn: str) -> dict[str, str]:
     (secret,) = km.docs("dev", "Secret")
     keys_file = keys_dir / PurePosixPath(env["DIWANIYA_API_KEYS_FILE"]).name
     keys_file.write_bytes(base64.b64decode(secret["data"]["api-keys.json"]))
+    # No collector here, and no traffic to cluster names from a test machine.
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT")
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none",
+               OTEL_LOGS_EXPORTER="none")
     env.update(DIWANIYA_API_KEYS_FILE=str(keys_file), DIWANIYA_DATA_DIR=str(keys_dir),
                DIWANIYA_METRICS_LISTEN=f"127.0.0.1:{free_port()}", DATABASE_URL=pg_dsn)
     if {e["name"] for e in container["env"]} >= {"PGUSER", "PGPASSWORD"}:
