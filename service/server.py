@@ -1,4 +1,4 @@
-"""The grpc.aio server: options, health, reflection, readiness and graceful drain."""
+"""The grpc.aio server: options, TLS, health, reflection, readiness and graceful drain."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from diwaniya.errors import ConfigurationError
 from diwaniya.v1 import conversations_pb2 as pb
 from service import wire
 from service.servicer import ConversationsServicer
@@ -22,10 +24,65 @@ log = logging.getLogger("diwaniya.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Conversations"].full_name
 
 
+def _read(path: Path, setting: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"{setting}={path} cannot be read: {exc.strerror}") from exc
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """Server certificate and key (PEM); a client CA turns on mTLS.
+
+    With ``client_ca_file`` and ``require_client_cert`` a client without a
+    certificate signed by that CA fails the handshake (it never reaches an RPC).
+    """
+
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None
+    require_client_cert: bool = False
+
+    @classmethod
+    def from_settings(cls, cert: Path | None, key: Path | None, client_ca: Path | None,
+                      require_client_cert: bool) -> ServerTls | None:
+        if cert is None and key is None:
+            if client_ca is not None or require_client_cert:
+                raise ConfigurationError(
+                    "DIWANIYA_TLS_CLIENT_CA_FILE / DIWANIYA_TLS_REQUIRE_CLIENT_CERT need "
+                    "DIWANIYA_TLS_CERT_FILE and DIWANIYA_TLS_KEY_FILE")
+            return None
+        if cert is None or key is None:
+            raise ConfigurationError(
+                "set both DIWANIYA_TLS_CERT_FILE and DIWANIYA_TLS_KEY_FILE (or neither)")
+        if require_client_cert and client_ca is None:
+            raise ConfigurationError(
+                "DIWANIYA_TLS_REQUIRE_CLIENT_CERT=true needs DIWANIYA_TLS_CLIENT_CA_FILE, "
+                "the CA that signs client certificates")
+        return cls(cert, key, client_ca, require_client_cert)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        pair = (_read(self.key_file, "DIWANIYA_TLS_KEY_FILE"),
+                _read(self.cert_file, "DIWANIYA_TLS_CERT_FILE"))
+        ca = (_read(self.client_ca_file, "DIWANIYA_TLS_CLIENT_CA_FILE")
+              if self.client_ca_file else None)
+        try:
+            return grpc.ssl_server_credentials(
+                [pair], root_certificates=ca, require_client_auth=self.require_client_cert)
+        except (ValueError, RuntimeError) as exc:
+            raise ConfigurationError(f"TLS files are not usable: {exc}") from exc
+
+
 @dataclass(frozen=True)
 class ServerOptions:
     listen: str = "127.0.0.1:0"
-    reflection: bool = True
+    reflection: bool = False
+    tls: ServerTls | None = None
+    # GOAWAY after this long so long-lived HTTP/2 connections rebalance over
+    # replicas after a scale-out; open streams get the grace. None: never.
+    max_connection_age_s: float | None = 300.0
+    max_connection_age_grace_s: float = 150.0
     max_message_bytes: int = 1 << 20
     max_concurrent_streams: int = 256
     keepalive_time_s: int = 60
@@ -57,6 +114,8 @@ class Server:
         self._options = options
         self._ready = ready
         self._draining = draining
+        # Read now: a missing or bad file fails construction, not the bind.
+        self._credentials = options.tls.credentials() if options.tls else None
         self.health = health.aio.HealthServicer()
         grpc_options = [
             ("grpc.max_receive_message_length", options.max_message_bytes),
@@ -67,6 +126,12 @@ class Server:
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
         ]
+        if options.max_connection_age_s is not None:
+            grpc_options += [
+                ("grpc.max_connection_age_ms", round(options.max_connection_age_s * 1000)),
+                ("grpc.max_connection_age_grace_ms",
+                 round(options.max_connection_age_grace_s * 1000)),
+            ]
         if options.reuse_port:
             # Explicit, not grpc's platform default: the workers depend on it.
             grpc_options.append(("grpc.so_reuseport", 1))
@@ -85,7 +150,10 @@ class Server:
         self.port = 0
 
     async def start(self) -> int:
-        self.port = self._server.add_insecure_port(self._options.listen)
+        if self._credentials is None:
+            self.port = self._server.add_insecure_port(self._options.listen)
+        else:
+            self.port = self._server.add_secure_port(self._options.listen, self._credentials)
         if self.port == 0:
             raise OSError(f"cannot listen on {self._options.listen}")
         await self._server.start()
