@@ -164,11 +164,13 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
 
 
 async def _migrate(settings: Settings) -> str:
-    from majlis.persistence import migrate_postgres, open_sqlite
+    from majlis.persistence import check_session_pooling, migrate_postgres, open_sqlite
     from memory import open_store
 
     dsn = settings.database_dsn()
     if dsn:
+        # The migration lock is a session advisory lock too.
+        await check_session_pooling(dsn)
         await migrate_postgres(dsn, prepare_threshold=settings.prepare_threshold)
         from majlis.persistence import PoolOptions, open_postgres
 
