@@ -60,6 +60,7 @@ class App:
                                         s.tls_require_client_cert),
             max_connection_age_s=s.max_connection_age_s,
             max_connection_age_grace_s=s.max_connection_age_grace_s,
+            health_listen=s.health_listen,
             max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
             keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
             drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,

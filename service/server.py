@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -62,16 +64,70 @@ class ServerTls:
                 "the CA that signs client certificates")
         return cls(cert, key, client_ca, require_client_cert)
 
-    def credentials(self) -> grpc.ServerCredentials:
-        pair = (_read(self.key_file, "DIWANIYA_TLS_KEY_FILE"),
-                _read(self.cert_file, "DIWANIYA_TLS_CERT_FILE"))
-        ca = (_read(self.client_ca_file, "DIWANIYA_TLS_CLIENT_CA_FILE")
-              if self.client_ca_file else None)
+    def _files(self) -> list[tuple[Path, str]]:
+        files = [(self.key_file, "DIWANIYA_TLS_KEY_FILE"),
+                 (self.cert_file, "DIWANIYA_TLS_CERT_FILE")]
+        if self.client_ca_file:
+            files.append((self.client_ca_file, "DIWANIYA_TLS_CLIENT_CA_FILE"))
+        return files
+
+    def _config(self) -> Any:
+        key, cert, *ca = (_read(path, name) for path, name in self._files())
         try:
-            return grpc.ssl_server_credentials(
-                [pair], root_certificates=ca, require_client_auth=self.require_client_cert)
-        except (ValueError, RuntimeError) as exc:
+            return grpc.ssl_server_certificate_configuration(
+                [(key, cert)], root_certificates=ca[0] if ca else None)
+        except (ValueError, RuntimeError, TypeError) as exc:
             raise ConfigurationError(f"TLS files are not usable: {exc}") from exc
+
+    def _verify(self) -> None:
+        """A certificate that does not match its key, or a file that is no PEM,
+        fails here at startup rather than in every client's handshake."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(self.cert_file, self.key_file)
+            if self.client_ca_file:
+                context.load_verify_locations(self.client_ca_file)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise ConfigurationError(
+                f"DIWANIYA_TLS_CERT_FILE / DIWANIYA_TLS_KEY_FILE / DIWANIYA_TLS_CLIENT_CA_FILE "
+                f"are not a usable certificate, key and CA: {exc}") from exc
+
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        out = []
+        for path, _ in self._files():
+            try:
+                st = path.stat()  # follows a mounted Secret's ..data symlink
+            except OSError:
+                return ()
+            out.append((st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        """Credentials that pick up renewed files (cert-manager) on the next handshake.
+
+        grpc asks the fetcher before each new TLS handshake; it answers a new
+        configuration only when a file changed, else None (keep the current
+        one). Unreadable files keep the current certificate (logged).
+        """
+        stamp = [self._stamp()]
+        initial = self._config()
+        self._verify()
+
+        def fetch() -> Any:
+            now = self._stamp()
+            if not now or now == stamp[0]:
+                return None
+            try:
+                config = self._config()
+            except ConfigurationError as exc:
+                log.error("keeping the current TLS certificate: %s", exc.message)
+                return None
+            stamp[0] = now
+            log.info("TLS certificate reloaded from %s", self.cert_file)
+            return config
+
+        return grpc.dynamic_ssl_server_credentials(
+            initial, fetch, require_client_authentication=self.require_client_cert)
 
 
 @dataclass(frozen=True)
@@ -94,6 +150,9 @@ class ServerOptions:
     readiness_interval_s: float = 5.0
     # One of several worker processes on the same port (service.workers).
     reuse_port: bool = False
+    # A plaintext port serving grpc.health.v1 only: the kubelet's gRPC probes
+    # speak no TLS, so with TLS on they ask here. None: health on `listen` only.
+    health_listen: str | None = None
 
 
 class Server:
@@ -146,8 +205,14 @@ class Server:
             reflection.enable_server_reflection(
                 (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
             )
+        self._health_server: grpc.aio.Server | None = None
+        if options.health_listen:
+            reuse = [("grpc.so_reuseport", 1)] if options.reuse_port else []
+            self._health_server = grpc.aio.server(options=reuse)
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, self._health_server)
         self._watch: asyncio.Task[None] | None = None
         self.port = 0
+        self.health_port = 0
 
     async def start(self) -> int:
         if self._credentials is None:
@@ -156,6 +221,11 @@ class Server:
             self.port = self._server.add_secure_port(self._options.listen, self._credentials)
         if self.port == 0:
             raise OSError(f"cannot listen on {self._options.listen}")
+        if self._health_server is not None and self._options.health_listen:
+            self.health_port = self._health_server.add_insecure_port(self._options.health_listen)
+            if self.health_port == 0:
+                raise OSError(f"cannot listen on {self._options.health_listen} (health)")
+            await self._health_server.start()
         await self._server.start()
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._check_ready()
@@ -204,6 +274,8 @@ class Server:
         await asyncio.sleep(delay)
         self._draining.set()
         await self._server.stop(grace)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
 
     async def wait_for_termination(self) -> None:
         await self._server.wait_for_termination()

@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     client_tls_cert_file: Path | None = None
     client_tls_key_file: Path | None = None
     reflection: bool = False
+    # Plaintext grpc.health.v1 only, for kubelet gRPC probes when TLS is on
+    # (they speak no TLS), e.g. 0.0.0.0:8081. Unset: health on `listen` only.
+    health_listen: str | None = None
     # GOAWAY after this long (grpc adds ±10% jitter) so clients reconnect and
     # spread over new replicas; open streams then get the grace to finish.
     # None: connections live forever.

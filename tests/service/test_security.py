@@ -211,7 +211,43 @@ async def test_cli_thread_command_speaks_mtls(run_service, tmp_path: Path) -> No
         assert code != 0 and "UNAVAILABLE" in out
 
 
-def test_tls_settings_are_checked_together() -> None:
+async def test_probes_get_plaintext_health_beside_a_tls_port(run_service,
+                                                              tmp_path: Path) -> None:
+    ca = TestCA(tmp_path)
+    srv = ca.server()
+    async with run_service(tls_cert_file=srv.cert, tls_key_file=srv.key,
+                           health_listen="127.0.0.1:0") as svc:
+        async with DiwaniyaClient(f"127.0.0.1:{svc.server.health_port}") as probe:
+            assert await probe.health() == "SERVING"
+            assert await probe.health("diwaniya.v1.Conversations") == "SERVING"
+            # Only health is there: the conversations need the TLS port.
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await probe.get_thread("t", user_id="sec-h1")
+            assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+async def test_a_renewed_certificate_is_served_without_restart(run_service,
+                                                                tmp_path: Path) -> None:
+    old_ca = TestCA(tmp_path, "old CA")
+    served = old_ca.server("served")  # the paths the server reads, as a mounted Secret
+    async with run_service(tls_cert_file=served.cert, tls_key_file=served.key) as svc:
+        async with DiwaniyaClient(svc.target, tls=ClientTls(ca_file=old_ca.cert)) as client:
+            assert await client.health() == "SERVING"
+        (tmp_path / "new").mkdir()
+        new_ca = TestCA(tmp_path / "new", "new CA")
+        renewed = new_ca.server("renewed")
+        for src, dst in ((renewed.key, served.key), (renewed.cert, served.cert)):
+            os.replace(src, dst)
+        async with DiwaniyaClient(svc.target, tls=ClientTls(ca_file=new_ca.cert)) as client:
+            assert await client.health() == "SERVING"
+        async with DiwaniyaClient(svc.target, tls=ClientTls(ca_file=old_ca.cert),
+                                  timeout_s=10) as client:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await client.get_thread("t", user_id="sec-rot")
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_tls_settings_are_checked_together(tmp_path: Path) -> None:
     from service.server import ServerTls
 
     with pytest.raises(ConfigurationError, match="both DIWANIYA_TLS_CERT_FILE"):
@@ -221,6 +257,10 @@ def test_tls_settings_are_checked_together() -> None:
     with pytest.raises(ConfigurationError, match="cannot be read"):
         ServerTls.from_settings(Path("/nonexistent/c.pem"), Path("k.pem"), None,
                                 False).credentials()  # type: ignore[union-attr]
+    ca = TestCA(tmp_path)
+    one, other = ca.server("one"), ca.server("other")
+    with pytest.raises(ConfigurationError, match="not a usable certificate"):
+        ServerTls(one.cert, other.key).credentials()  # a key that is not the cert's
 
 
 # ------------------------------------------------ reflection, conn age
