@@ -10,6 +10,9 @@ whole time, start-up included.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +34,7 @@ from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service.conftest import DEFAULT_TIME, collect
 
 BUDGET = 6
+REPO = Path(__file__).resolve().parents[2]
 ALLOWED = {"OK", "ABORTED", "RESOURCE_EXHAUSTED"}
 
 
@@ -158,3 +162,39 @@ def test_preflight_refuses_a_budget_too_small_for_the_workers(pg_dsn: str, tmp_p
 
 async def test_direct_postgres_passes_the_session_pooling_check(pg_dsn: str) -> None:
     await check_session_pooling(pg_dsn)
+
+
+async def test_workers_share_the_replica_budget(pg_dsn: str, tmp_path: Path) -> None:
+    """``serve --workers 2`` with a budget of 6: each child gets 3, the pod never more than 6."""
+    name = f"diwaniya-workers-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("DIWANIYA_") and k != "DATABASE_URL"}
+    env.update({"DATABASE_URL": pg_dsn, "DIWANIYA_DATA_DIR": str(tmp_path / "data"),
+                "DIWANIYA_PG_MAX_CONNECTIONS": "6", "DIWANIYA_PG_APPLICATION_NAME": name,
+                "DIWANIYA_DRAIN_DELAY_S": "0", "DIWANIYA_DRAIN_GRACE_S": "5",
+                "DIWANIYA_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)})
+    tag = uuid.uuid4().hex[:6]
+    async with Sampler(pg_dsn, name) as sampler:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "service", "serve", "--listen", "127.0.0.1:0",
+            "--workers", "2", env=env, cwd=REPO, stdout=asyncio.subprocess.PIPE)
+        try:
+            assert proc.stdout is not None
+            line = (await asyncio.wait_for(proc.stdout.readline(), 120)).decode()
+            assert "listening on" in line, line
+            target = line.strip().rsplit(" ", 1)[-1]
+            # Clients of their own connection, so both children get work.
+            clients = [DiwaniyaClient(target, own_connection=True, timeout_s=90)
+                       for _ in range(8)]
+            try:
+                turns = await asyncio.gather(*(_outcome(clients[i % 8].send(
+                    f"السلام عليكم {i}", user_id=f"w-{tag}-{i}")) for i in range(40)))
+            finally:
+                for c in clients:
+                    await c.close()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 60)
+    assert set(Counter(turns)) <= ALLOWED and "OK" in turns
+    assert sampler.peak <= 6, sampler.peak
+    assert sampler.peak > 3, sampler.peak  # both children held connections
