@@ -119,6 +119,17 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
         asyncio.run(_serve(settings, args.listen, reuse_port=True))
         return 0
     n = args.workers or settings.workers or workers.cpu_quota_workers()
+    if not (args.workers or settings.workers) and settings.database_dsn():
+        # Counted from the CPUs, not asked for: never more processes than the
+        # connection budget can give 3 connections each (majlis.pg_budget).
+        from majlis.pg_budget import MIN_PER_PROCESS
+
+        fit = max(1, settings.pg_max_connections // MIN_PER_PROCESS)
+        if n > fit:
+            logging.getLogger("diwaniya").warning(
+                "%d CPUs but DIWANIYA_PG_MAX_CONNECTIONS=%d: running %d workers",
+                n, settings.pg_max_connections, fit)
+            n = fit
     # Refuse to start open, with unreadable keys/TLS files or a budget too small
     # for n processes — before a pool or a child process exists.
     preflight(settings, args.listen, workers=n)
