@@ -198,3 +198,12 @@ async def test_workers_share_the_replica_budget(pg_dsn: str, tmp_path: Path) -> 
     assert set(Counter(turns)) <= ALLOWED and "OK" in turns
     assert sampler.peak <= 6, sampler.peak
     assert sampler.peak > 3, sampler.peak  # both children held connections
+
+
+@pytest.mark.parametrize("module", ["majlis.pg_budget", "service.auth"])
+def test_docstring_examples_hold(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
