@@ -40,7 +40,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from diwaniya.errors import Unavailable
+from diwaniya.errors import ConfigurationError, Unavailable
 from majlis.fence import DeferredSaver
 from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
@@ -114,8 +114,45 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
     await conn.set_autocommit(True)
 
 
+async def check_session_pooling(dsn: str, *, application_name: str | None = None,
+                                connect_timeout: int = 3) -> None:
+    """Refuse a transaction- or statement-pooling PgBouncer in front of PostgreSQL.
+
+    The thread locks are *session* advisory locks held across a whole turn,
+    and asyncpg caches prepared statements per session: both need one server
+    session per client connection (PgBouncer ``pool_mode = session``, the
+    CloudNativePG ``Pooler`` with ``poolMode: session``).
+
+    Detection: two client connections open at the same time. Directly on
+    PostgreSQL, and behind session pooling, each has a backend of its own;
+    behind transaction pooling the second is handed the server connection the
+    first just released (PgBouncer reuses the most recent one), so both report
+    the same ``pg_backend_pid()``. Tried a few times; raises
+    :class:`ConfigurationError` (exit 2 at startup) with what to change.
+    """
+    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None,
+                              "connect_timeout": connect_timeout}
+    if application_name:
+        kwargs["application_name"] = application_name
+    async with await AsyncConnection.connect(dsn, **kwargs) as a, \
+            await AsyncConnection.connect(dsn, **kwargs) as b:
+        for _ in range(3):
+            pids = []
+            for conn in (a, b):
+                cur = await conn.execute("SELECT pg_backend_pid()")
+                row = await cur.fetchone()
+                pids.append(row[0] if row else None)
+            if pids[0] == pids[1]:
+                raise ConfigurationError(
+                    "DATABASE_URL reaches PostgreSQL through a pooler in transaction or "
+                    f"statement mode (two open connections share backend {pids[0]}): the "
+                    "thread locks are session advisory locks, so set pool_mode=session "
+                    "(CloudNativePG Pooler: poolMode: session) or connect directly")
+
+
 async def migrate_postgres(
-    dsn: str, *, prepare_threshold: int | None, wait_s: float = 300.0
+    dsn: str, *, prepare_threshold: int | None, wait_s: float = 300.0,
+    application_name: str | None = None,
 ) -> None:
     """Create or upgrade the checkpoint and thread tables; idempotent and replica-safe.
 
@@ -125,8 +162,9 @@ async def migrate_postgres(
     ``CREATE INDEX CONCURRENTLY``, which waits for every open transaction —
     a blocking waiter would deadlock with the replica that holds the lock.
     """
+    extra: dict[str, Any] = {"application_name": application_name} if application_name else {}
     async with await AsyncConnection.connect(
-        dsn, autocommit=True, prepare_threshold=prepare_threshold, row_factory=dict_row
+        dsn, autocommit=True, prepare_threshold=prepare_threshold, row_factory=dict_row, **extra
     ) as conn:
         deadline = time.monotonic() + wait_s
         while True:
@@ -157,6 +195,10 @@ class PoolOptions:
     max_waiting: int = 256
     open_timeout_s: float = 10.0
     retry_after_s: float = 1.0
+    # pg_stat_activity.application_name of every connection (majlis.pg_budget).
+    application_name: str | None = None
+    # Refuse a transaction-pooling PgBouncer at startup (check_session_pooling).
+    check_pooling: bool = True
 
 
 async def open_postgres(
@@ -174,8 +216,9 @@ async def open_postgres(
                                lock_pool_size=lock_pool_size)
     # libpq's connect_timeout is whole seconds (at least 2 honoured in practice).
     connect = max(1, round(o.connect_timeout_s))
+    named = {"application_name": o.application_name} if o.application_name else {}
     kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": prepare_threshold,
-              "connect_timeout": connect}
+              "connect_timeout": connect, **named}
     common: dict[str, Any] = {
         "open": False, "check": _check_if_idle,
         "timeout": o.checkout_timeout_s, "reconnect_timeout": o.reconnect_timeout_s,
@@ -187,14 +230,23 @@ async def open_postgres(
     )
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn, min_size=1, max_size=o.lock_pool_size,
-        kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": connect},
+        kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": connect,
+                **named},
         name="diwaniya-locks", **common,
     )
     try:
+        # Before the pools open, on connections closed again: neither the
+        # check nor the migration adds to the replica's connection peak.
+        if o.check_pooling:
+            await check_session_pooling(dsn, application_name=o.application_name,
+                                        connect_timeout=connect)
+        if migrate:
+            await migrate_postgres(dsn, prepare_threshold=prepare_threshold,
+                                   application_name=o.application_name)
         await pool.open(wait=True, timeout=o.open_timeout_s)
         await lock_pool.open(wait=True, timeout=o.open_timeout_s)
-        if migrate:
-            await migrate_postgres(dsn, prepare_threshold=prepare_threshold)
+    except ConfigurationError:
+        raise
     except Exception as exc:
         await pool.close()
         await lock_pool.close()

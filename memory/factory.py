@@ -25,13 +25,16 @@ async def open_store(
     connect_timeout_s: float = 60.0,
     command_timeout_s: float | None = None,
     acquire_timeout_s: float | None = None,
+    application_name: str | None = None,
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
     Queries are expanded by ``expand``, else (``bridge=True``) by the dialect →
     MSA bridge (``nlp.dialect_to_msa``); ``bridge=False`` searches the
     customer's words alone.  The caller reads configuration; this function
-    only receives it (pool size and timeouts apply to PostgreSQL only).
+    only receives it (pool size, timeouts and ``application_name`` apply to
+    PostgreSQL only; ``pool_max`` is the memory share of the replica's
+    connection budget, majlis.pg_budget).
     """
     key_fn = keys or default_keys()
     expander = expand or (default_expander() if bridge else None)
@@ -40,7 +43,7 @@ async def open_store(
         store = await PostgresMemoryStore.connect(
             _asyncpg_dsn(database_url), keys=key_fn, expand=expander, max_size=pool_max,
             connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,
-            acquire_timeout_s=acquire_timeout_s)
+            acquire_timeout_s=acquire_timeout_s, application_name=application_name)
     else:
         store = SqliteMemoryStore(sqlite_path, keys=key_fn, expand=expander)
     await store.setup()

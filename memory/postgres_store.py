@@ -376,6 +376,7 @@ class PostgresMemoryStore:
         connect_timeout_s: float = 60.0,
         command_timeout_s: float | None = None,
         acquire_timeout_s: float | None = None,
+        application_name: str | None = None,
     ) -> PostgresMemoryStore:
         """Open a pool for ``dsn`` that :meth:`close` will close.
 
@@ -386,8 +387,12 @@ class PostgresMemoryStore:
             # JIT compiles a plan once its estimated cost passes jit_above_cost;
             # at 1M rows a GIN bitmap plan does, and 10-50 ms of compiling a
             # query that runs in 5 ms is exactly the p99 we must avoid.
+            server_settings = {"jit": "off"}
+            if application_name:
+                server_settings["application_name"] = application_name
             pool = await asyncpg.create_pool(
-                dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"},
+                dsn, min_size=min(min_size, max_size), max_size=max_size,
+                server_settings=server_settings,
                 connection_class=_NoResetConnection,
                 timeout=connect_timeout_s, command_timeout=command_timeout_s,
             )

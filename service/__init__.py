@@ -13,17 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from service.app import App, build_app
-    from service.client import DiwaniyaClient
+    from service.client import ClientTls, DiwaniyaClient
     from service.server import Server, ServerOptions
     from service.settings import Settings
 
 _WHERE = {
     "App": "service.app", "build_app": "service.app", "DiwaniyaClient": "service.client",
+    "ClientTls": "service.client",
     "Server": "service.server", "ServerOptions": "service.server",
     "Settings": "service.settings",
 }
 
-__all__ = ["App", "DiwaniyaClient", "Server", "ServerOptions", "Settings", "build_app"]
+__all__ = ["App", "ClientTls", "DiwaniyaClient", "Server", "ServerOptions", "Settings", "build_app"]
 
 
 def __getattr__(name: str) -> Any:

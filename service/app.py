@@ -25,13 +25,14 @@ from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
+from majlis.pg_budget import PoolBudget, application_name, split_budget
 from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
 from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
 from memory import KeyFunction, MemoryStore, RuleFactExtractor, open_store
-from service.auth import ApiKeyAuth
-from service.server import Server, ServerOptions
+from service.auth import ApiKeyAuth, check_exposure
+from service.server import Server, ServerOptions, ServerTls
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
 
@@ -50,9 +51,16 @@ class App:
 
     def server(self, *, listen: str | None = None, reuse_port: bool = False) -> Server:
         s = self.settings
-        servicer = ConversationsServicer(self.engine, ApiKeyAuth(s.api_keys), self.draining)
+        auth = ApiKeyAuth(s.api_keys, keys_file=s.api_keys_file, reload_s=s.api_keys_reload_s)
+        check_exposure(listen or s.listen, auth, allow_anonymous=s.allow_anonymous)
+        servicer = ConversationsServicer(self.engine, auth, self.draining)
         options = ServerOptions(
             listen=listen or s.listen, reflection=s.reflection,
+            tls=ServerTls.from_settings(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file,
+                                        s.tls_require_client_cert),
+            max_connection_age_s=s.max_connection_age_s,
+            max_connection_age_grace_s=s.max_connection_age_grace_s,
+            health_listen=s.health_listen,
             max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
             keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
             drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
@@ -157,15 +165,38 @@ def load_webhooks(path: Path | None) -> list[WebhookToolConfig]:
         raise ConfigurationError(f"cannot load tools from {path}: {exc}") from exc
 
 
+def preflight(settings: Settings, listen: str | None = None, *, workers: int = 1) -> None:
+    """Start-up checks before anything opens (exit 2 in the CLI): exposure, keys, TLS, budget."""
+    auth = ApiKeyAuth(settings.api_keys, keys_file=settings.api_keys_file,
+                      reload_s=settings.api_keys_reload_s)
+    check_exposure(listen or settings.listen, auth, allow_anonymous=settings.allow_anonymous)
+    tls = ServerTls.from_settings(settings.tls_cert_file, settings.tls_key_file,
+                                  settings.tls_client_ca_file, settings.tls_require_client_cert)
+    if tls is not None:
+        tls.credentials()
+    if settings.database_dsn():
+        split_budget(settings.pg_max_connections, workers=workers,
+                     queries=settings.pool_max_size, locks=settings.pg_lock_pool_max,
+                     memory=settings.pg_memory_pool_max)
+
+
+def pool_budget(settings: Settings) -> PoolBudget:
+    """This process's pool sizes within DIWANIYA_PG_MAX_CONNECTIONS (majlis.pg_budget)."""
+    return split_budget(settings.pg_max_connections, queries=settings.pool_max_size,
+                        locks=settings.pg_lock_pool_max, memory=settings.pg_memory_pool_max)
+
+
 async def open_persistence(settings: Settings) -> Persistence:
     dsn = settings.database_dsn()
     if dsn:
+        budget = pool_budget(settings)
         return await open_postgres(
             dsn, prepare_threshold=settings.prepare_threshold, migrate=settings.migrate_on_start,
             max_waiters=settings.enqueue_max_waiters,
             options=PoolOptions(
-                min_size=settings.pool_min_size, max_size=settings.pool_max_size,
-                lock_pool_size=settings.pg_lock_pool_max,
+                min_size=settings.pool_min_size, max_size=budget.queries,
+                lock_pool_size=budget.locks,
+                application_name=application_name(settings.pg_application_name),
                 checkout_timeout_s=settings.pg_checkout_timeout_s,
                 connect_timeout_s=settings.pg_connect_timeout_s,
                 reconnect_timeout_s=settings.pg_reconnect_timeout_s,
@@ -178,8 +209,9 @@ async def open_persistence(settings: Settings) -> Persistence:
 async def open_memory(settings: Settings, keys: KeyFunction | None) -> MemoryStore:
     return await open_store(
         settings.database_dsn(), sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys,
-        pool_max=settings.pg_memory_pool_max, connect_timeout_s=settings.pg_connect_timeout_s,
+        pool_max=pool_budget(settings).memory, connect_timeout_s=settings.pg_connect_timeout_s,
         command_timeout_s=settings.pg_command_timeout_s,
+        application_name=application_name(settings.pg_application_name),
         acquire_timeout_s=settings.pg_checkout_timeout_s,
     )
 

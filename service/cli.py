@@ -16,17 +16,46 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from diwaniya.errors import DiwaniyaError
 from service.settings import Settings
 
+if TYPE_CHECKING:
+    from service.client import ClientTls
+
 
 def _positive(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of processes ≥ 1")
     return int(value)
+
+
+def _tls_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tls", action="store_true",
+                   help="use TLS with the system's CAs (implied by the options below)")
+    p.add_argument("--tls-ca", type=Path, help="CA certificate to trust (PEM; default "
+                   "DIWANIYA_CLIENT_TLS_CA_FILE)")
+    p.add_argument("--tls-cert", type=Path, help="client certificate for mTLS (PEM; default "
+                   "DIWANIYA_CLIENT_TLS_CERT_FILE)")
+    p.add_argument("--tls-key", type=Path, help="its private key (PEM; default "
+                   "DIWANIYA_CLIENT_TLS_KEY_FILE)")
+    p.add_argument("--tls-server-name", help="the name to check in the server's certificate")
+
+
+def _client_tls(settings: Settings, args: argparse.Namespace) -> ClientTls | None:
+    """TLS from the flags, else the DIWANIYA_CLIENT_TLS_* settings; None: plaintext."""
+    from service.client import ClientTls
+
+    tls = ClientTls(ca_file=args.tls_ca or settings.client_tls_ca_file,
+                    cert_file=args.tls_cert or settings.client_tls_cert_file,
+                    key_file=args.tls_key or settings.client_tls_key_file,
+                    server_name=args.tls_server_name)
+    if not (args.tls or tls.ca_file or tls.cert_file or tls.key_file or tls.server_name):
+        return None
+    return tls
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--target", default="", help="HOST:PORT of the server")
     chat.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
     chat.add_argument("--json", action="store_true", help="print every event as one JSON line")
+    _tls_arguments(chat)
 
     thread = sub.add_parser("thread", help="manage a thread on a running server")
     thsub = thread.add_subparsers(dest="thread_command", required=True)
@@ -62,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("--user", required=True, help="the thread's user id")
     release.add_argument("--target", default="", help="HOST:PORT of the server")
     release.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
+    _tls_arguments(release)
 
     kb = sub.add_parser("kb", help="manage a tenant's knowledge base")
     kbsub = kb.add_subparsers(dest="kb_command", required=True)
@@ -81,12 +112,27 @@ def _parser() -> argparse.ArgumentParser:
 def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     """One process, or a supervisor of N (service.workers) when more than one is wanted."""
     from service import workers
+    from service.app import preflight
 
     if args.supervisor_pid:
         workers.die_with_parent(args.supervisor_pid)
         asyncio.run(_serve(settings, args.listen, reuse_port=True))
         return 0
     n = args.workers or settings.workers or workers.cpu_quota_workers()
+    if not (args.workers or settings.workers) and settings.database_dsn():
+        # Counted from the CPUs, not asked for: never more processes than the
+        # connection budget can give 3 connections each (majlis.pg_budget).
+        from majlis.pg_budget import MIN_PER_PROCESS
+
+        fit = max(1, settings.pg_max_connections // MIN_PER_PROCESS)
+        if n > fit:
+            logging.getLogger("diwaniya").warning(
+                "%d CPUs but DIWANIYA_PG_MAX_CONNECTIONS=%d: running %d workers",
+                n, settings.pg_max_connections, fit)
+            n = fit
+    # Refuse to start open, with unreadable keys/TLS files or a budget too small
+    # for n processes — before a pool or a child process exists.
+    preflight(settings, args.listen, workers=n)
     if n == 1:
         asyncio.run(_serve(settings, args.listen))
         return 0
@@ -94,7 +140,9 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
         asyncio.run(_migrate(settings))
     return workers.supervise(
         n, args.listen or settings.listen,
-        stop_timeout_s=settings.drain_delay_s + settings.drain_grace_s + 15)
+        stop_timeout_s=settings.drain_delay_s + settings.drain_grace_s + 15,
+        # The replica's connection budget is shared: each child gets its part.
+        child_env={"DIWANIYA_PG_MAX_CONNECTIONS": str(settings.pg_max_connections // n)})
 
 
 async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = False) -> None:
@@ -127,15 +175,19 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
 
 
 async def _migrate(settings: Settings) -> str:
-    from majlis.persistence import migrate_postgres, open_sqlite
+    from majlis.persistence import check_session_pooling, migrate_postgres, open_sqlite
     from memory import open_store
 
     dsn = settings.database_dsn()
     if dsn:
+        # The migration lock is a session advisory lock too.
+        await check_session_pooling(dsn)
         await migrate_postgres(dsn, prepare_threshold=settings.prepare_threshold)
-        from majlis.persistence import open_postgres
+        from majlis.persistence import PoolOptions, open_postgres
 
-        db = await open_postgres(dsn, migrate=True, min_size=1, max_size=2, lock_pool_size=1)
+        db = await open_postgres(dsn, migrate=True, options=PoolOptions(
+            min_size=1, max_size=2, lock_pool_size=1,
+            check_pooling=False))
     else:
         db = await open_sqlite(settings.data_dir)
     await db.close()
@@ -150,7 +202,8 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
 
     target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
     client_time = datetime.fromisoformat(args.client_time) if args.client_time else None
-    async with DiwaniyaClient(target, api_key=args.api_key) as client:
+    async with DiwaniyaClient(target, api_key=args.api_key,
+                              tls=_client_tls(settings, args)) as client:
         if args.once is not None:
             return await run_once(client, args.once, user_id=args.user, thread_id=args.thread,
                                   country=args.country, timezone=args.timezone,
@@ -166,7 +219,8 @@ async def _thread(settings: Settings, args: argparse.Namespace) -> int:
     from service.client import DiwaniyaClient
 
     target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
-    async with DiwaniyaClient(target, api_key=args.api_key) as client:
+    async with DiwaniyaClient(target, api_key=args.api_key,
+                              tls=_client_tls(settings, args)) as client:
         try:
             view = await client.release_handoff(args.thread, user_id=args.user)
         except grpc.aio.AioRpcError as exc:

@@ -13,7 +13,9 @@ turn_completed
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 
 import grpc
@@ -24,13 +26,44 @@ from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from service.convert import timestamp
 
 
+@dataclass(frozen=True)
+class ClientTls:
+    """TLS towards the server: the CA to trust (None: the system roots) and, for
+    mTLS, this client's certificate and key (PEM files).
+
+    ``server_name`` overrides the name checked in the server certificate, for
+    a target given as an address the certificate does not list.
+    """
+
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    server_name: str | None = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("a client certificate needs its key, and the key its certificate")
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca_file.read_bytes() if self.ca_file else None,
+            private_key=self.key_file.read_bytes() if self.key_file else None,
+            certificate_chain=self.cert_file.read_bytes() if self.cert_file else None)
+
+
 class DiwaniyaClient:
     def __init__(self, target: str, *, api_key: str | None = None,
-                 timeout_s: float | None = 120.0, own_connection: bool = False) -> None:
+                 timeout_s: float | None = 120.0, own_connection: bool = False,
+                 tls: ClientTls | None = None) -> None:
         # own_connection: grpc shares one TCP connection between channels to the
         # same target; a client of its own spreads over ``serve --workers``.
-        options = [("grpc.use_local_subchannel_pool", 1)] if own_connection else None
-        self._channel = grpc.aio.insecure_channel(target, options=options)
+        options: list[tuple[str, str | int]] = (
+            [("grpc.use_local_subchannel_pool", 1)] if own_connection else [])
+        if tls is None:
+            self._channel = grpc.aio.insecure_channel(target, options=options or None)
+        else:
+            if tls.server_name:
+                options.append(("grpc.ssl_target_name_override", tls.server_name))
+            self._channel = grpc.aio.secure_channel(target, tls.credentials(),
+                                                    options=options or None)
         self._stub = pb_grpc.ConversationsStub(self._channel)
         self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
         self._timeout = timeout_s

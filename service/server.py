@@ -1,4 +1,4 @@
-"""The grpc.aio server: options, health, reflection, readiness and graceful drain."""
+"""The grpc.aio server: options, TLS, health, reflection, readiness and graceful drain."""
 
 from __future__ import annotations
 
@@ -6,13 +6,17 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from diwaniya.errors import ConfigurationError
 from diwaniya.v1 import conversations_pb2 as pb
 from service import wire
 from service.servicer import ConversationsServicer
@@ -22,10 +26,119 @@ log = logging.getLogger("diwaniya.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Conversations"].full_name
 
 
+def _read(path: Path, setting: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"{setting}={path} cannot be read: {exc.strerror}") from exc
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """Server certificate and key (PEM); a client CA turns on mTLS.
+
+    With ``client_ca_file`` and ``require_client_cert`` a client without a
+    certificate signed by that CA fails the handshake (it never reaches an RPC).
+    """
+
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None
+    require_client_cert: bool = False
+
+    @classmethod
+    def from_settings(cls, cert: Path | None, key: Path | None, client_ca: Path | None,
+                      require_client_cert: bool) -> ServerTls | None:
+        if cert is None and key is None:
+            if client_ca is not None or require_client_cert:
+                raise ConfigurationError(
+                    "DIWANIYA_TLS_CLIENT_CA_FILE / DIWANIYA_TLS_REQUIRE_CLIENT_CERT need "
+                    "DIWANIYA_TLS_CERT_FILE and DIWANIYA_TLS_KEY_FILE")
+            return None
+        if cert is None or key is None:
+            raise ConfigurationError(
+                "set both DIWANIYA_TLS_CERT_FILE and DIWANIYA_TLS_KEY_FILE (or neither)")
+        if require_client_cert and client_ca is None:
+            raise ConfigurationError(
+                "DIWANIYA_TLS_REQUIRE_CLIENT_CERT=true needs DIWANIYA_TLS_CLIENT_CA_FILE, "
+                "the CA that signs client certificates")
+        return cls(cert, key, client_ca, require_client_cert)
+
+    def _files(self) -> list[tuple[Path, str]]:
+        files = [(self.key_file, "DIWANIYA_TLS_KEY_FILE"),
+                 (self.cert_file, "DIWANIYA_TLS_CERT_FILE")]
+        if self.client_ca_file:
+            files.append((self.client_ca_file, "DIWANIYA_TLS_CLIENT_CA_FILE"))
+        return files
+
+    def _config(self) -> Any:
+        key, cert, *ca = (_read(path, name) for path, name in self._files())
+        try:
+            return grpc.ssl_server_certificate_configuration(
+                [(key, cert)], root_certificates=ca[0] if ca else None)
+        except (ValueError, RuntimeError, TypeError) as exc:
+            raise ConfigurationError(f"TLS files are not usable: {exc}") from exc
+
+    def _verify(self) -> None:
+        """A certificate that does not match its key, or a file that is no PEM,
+        fails here at startup rather than in every client's handshake."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(self.cert_file, self.key_file)
+            if self.client_ca_file:
+                context.load_verify_locations(self.client_ca_file)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise ConfigurationError(
+                f"DIWANIYA_TLS_CERT_FILE / DIWANIYA_TLS_KEY_FILE / DIWANIYA_TLS_CLIENT_CA_FILE "
+                f"are not a usable certificate, key and CA: {exc}") from exc
+
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        out = []
+        for path, _ in self._files():
+            try:
+                st = path.stat()  # follows a mounted Secret's ..data symlink
+            except OSError:
+                return ()
+            out.append((st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        """Credentials that pick up renewed files (cert-manager) on the next handshake.
+
+        grpc asks the fetcher before each new TLS handshake; it answers a new
+        configuration only when a file changed, else None (keep the current
+        one). Unreadable files keep the current certificate (logged).
+        """
+        stamp = [self._stamp()]
+        initial = self._config()
+        self._verify()
+
+        def fetch() -> Any:
+            now = self._stamp()
+            if not now or now == stamp[0]:
+                return None
+            try:
+                config = self._config()
+            except ConfigurationError as exc:
+                log.error("keeping the current TLS certificate: %s", exc.message)
+                return None
+            stamp[0] = now
+            log.info("TLS certificate reloaded from %s", self.cert_file)
+            return config
+
+        return grpc.dynamic_ssl_server_credentials(
+            initial, fetch, require_client_authentication=self.require_client_cert)
+
+
 @dataclass(frozen=True)
 class ServerOptions:
     listen: str = "127.0.0.1:0"
-    reflection: bool = True
+    reflection: bool = False
+    tls: ServerTls | None = None
+    # GOAWAY after this long so long-lived HTTP/2 connections rebalance over
+    # replicas after a scale-out; open streams get the grace. None: never.
+    max_connection_age_s: float | None = 300.0
+    max_connection_age_grace_s: float = 150.0
     max_message_bytes: int = 1 << 20
     max_concurrent_streams: int = 256
     keepalive_time_s: int = 60
@@ -37,6 +150,9 @@ class ServerOptions:
     readiness_interval_s: float = 5.0
     # One of several worker processes on the same port (service.workers).
     reuse_port: bool = False
+    # A plaintext port serving grpc.health.v1 only: the kubelet's gRPC probes
+    # speak no TLS, so with TLS on they ask here. None: health on `listen` only.
+    health_listen: str | None = None
 
 
 class Server:
@@ -57,6 +173,8 @@ class Server:
         self._options = options
         self._ready = ready
         self._draining = draining
+        # Read now: a missing or bad file fails construction, not the bind.
+        self._credentials = options.tls.credentials() if options.tls else None
         self.health = health.aio.HealthServicer()
         grpc_options = [
             ("grpc.max_receive_message_length", options.max_message_bytes),
@@ -67,6 +185,12 @@ class Server:
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
         ]
+        if options.max_connection_age_s is not None:
+            grpc_options += [
+                ("grpc.max_connection_age_ms", round(options.max_connection_age_s * 1000)),
+                ("grpc.max_connection_age_grace_ms",
+                 round(options.max_connection_age_grace_s * 1000)),
+            ]
         if options.reuse_port:
             # Explicit, not grpc's platform default: the workers depend on it.
             grpc_options.append(("grpc.so_reuseport", 1))
@@ -81,13 +205,27 @@ class Server:
             reflection.enable_server_reflection(
                 (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
             )
+        self._health_server: grpc.aio.Server | None = None
+        if options.health_listen:
+            reuse = [("grpc.so_reuseport", 1)] if options.reuse_port else []
+            self._health_server = grpc.aio.server(options=reuse)
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, self._health_server)
         self._watch: asyncio.Task[None] | None = None
         self.port = 0
+        self.health_port = 0
 
     async def start(self) -> int:
-        self.port = self._server.add_insecure_port(self._options.listen)
+        if self._credentials is None:
+            self.port = self._server.add_insecure_port(self._options.listen)
+        else:
+            self.port = self._server.add_secure_port(self._options.listen, self._credentials)
         if self.port == 0:
             raise OSError(f"cannot listen on {self._options.listen}")
+        if self._health_server is not None and self._options.health_listen:
+            self.health_port = self._health_server.add_insecure_port(self._options.health_listen)
+            if self.health_port == 0:
+                raise OSError(f"cannot listen on {self._options.health_listen} (health)")
+            await self._health_server.start()
         await self._server.start()
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._check_ready()
@@ -136,6 +274,8 @@ class Server:
         await asyncio.sleep(delay)
         self._draining.set()
         await self._server.stop(grace)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
 
     async def wait_for_termination(self) -> None:
         await self._server.wait_for_termination()

@@ -61,7 +61,6 @@ class Settings(BaseSettings):
 
     # --- network -----------------------------------------------------------
     listen: str = "127.0.0.1:50051"
-    reflection: bool = True
     max_message_bytes: int = Field(default=1 << 20, ge=4096)
     max_concurrent_streams: int = Field(default=256, ge=1)
     keepalive_time_s: int = Field(default=60, ge=10)
@@ -74,8 +73,41 @@ class Settings(BaseSettings):
     # unset: the CPU quota (cgroup cpu.max, else the usable CPUs). See service.workers.
     workers: int | None = Field(default=None, ge=1)
 
-    # --- auth: API key -> tenant. Empty: open mode, every caller is tenant "default".
+    # --- security (lane s5-secure; docs/security.md, docs/connections.md) ----
+    # API key -> tenant. Keys may be given as "sha256:<hex>" (preferred) or in
+    # plain text (hashed at load, with a warning). Empty and no keys file: open
+    # mode, every caller is tenant "default" — allowed only on loopback or with
+    # allow_anonymous (service.auth.check_exposure).
     api_keys: dict[str, str] = Field(default_factory=dict)
+    # A JSON file of the same shape (a mounted Secret); re-read when it changes.
+    api_keys_file: Path | None = None
+    # How often (at most) the keys file is checked for a change, in seconds.
+    api_keys_reload_s: float = Field(default=5.0, ge=0)
+    allow_anonymous: bool = False
+    # Server TLS: cert + key; a client CA verifies client certificates (mTLS).
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    tls_require_client_cert: bool = False
+    # The CLI's (chat, thread) side of TLS: the CA to trust, its own cert/key.
+    client_tls_ca_file: Path | None = None
+    client_tls_cert_file: Path | None = None
+    client_tls_key_file: Path | None = None
+    reflection: bool = False
+    # Plaintext grpc.health.v1 only, for kubelet gRPC probes when TLS is on
+    # (they speak no TLS), e.g. 0.0.0.0:8081. Unset: health on `listen` only.
+    health_listen: str | None = None
+    # GOAWAY after this long (grpc adds ±10% jitter) so clients reconnect and
+    # spread over new replicas; open streams then get the grace to finish.
+    # None: connections live forever.
+    max_connection_age_s: float | None = Field(default=300.0, gt=0)
+    max_connection_age_grace_s: float = Field(default=150.0, ge=0)
+    # A replica's PostgreSQL connections across every pool (split in
+    # majlis.pg_budget; divided between `serve --workers` processes).
+    pg_max_connections: int = Field(default=30, ge=3)
+    # pg_stat_activity.application_name of this replica's connections; unset:
+    # "diwaniya@<hostname>" (the pod name in Kubernetes).
+    pg_application_name: str | None = None
 
     # --- persistence -------------------------------------------------------
     database_url: SecretStr | None = Field(
@@ -85,13 +117,15 @@ class Settings(BaseSettings):
     pool_min_size: int = Field(default=2, ge=1)
     # DIWANIYA_PG_* (alias kept: DIWANIYA_POOL_MAX_SIZE) — the psycopg pool for
     # checkpoints and thread rows.
-    pool_max_size: int = Field(
-        default=20, ge=1,
+    # Unset: derived from pg_max_connections (majlis.pg_budget); set, it is
+    # taken as is and counted against that budget.
+    pool_max_size: int | None = Field(
+        default=None, ge=1,
         validation_alias=AliasChoices("DIWANIYA_PG_POOL_MAX", "DIWANIYA_POOL_MAX_SIZE"))
     # One connection per running turn holds its thread's advisory lock.
-    pg_lock_pool_max: int = Field(default=64, ge=1)
+    pg_lock_pool_max: int | None = Field(default=None, ge=1)
     # The asyncpg pool of the memory store.
-    pg_memory_pool_max: int = Field(default=10, ge=1)
+    pg_memory_pool_max: int | None = Field(default=None, ge=1)
     # How long a call waits for a pooled connection before it fails: a turn
     # with RESOURCE_EXHAUSTED (pool busy) or UNAVAILABLE (database down).
     pg_checkout_timeout_s: float = Field(default=5.0, gt=0)

@@ -126,8 +126,9 @@ class Supervisor:
     """Starts, watches and stops the N children (see the module docstring)."""
 
     def __init__(self, workers: int, listen: str, *, stop_timeout_s: float,
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, child_env: dict[str, str] | None = None) -> None:
         self._n = workers
+        self._child_env = dict(child_env or {})
         self._listen = listen
         self._stop_timeout = stop_timeout_s
         self._python = python
@@ -141,7 +142,7 @@ class Supervisor:
     async def _spawn(self, index: int) -> _Child:
         env = {**os.environ, "DIWANIYA_WORKER_INDEX": str(index),
                # Migrated once by the parent; N children must not race on it.
-               "DIWANIYA_MIGRATE_ON_START": "false"}
+               "DIWANIYA_MIGRATE_ON_START": "false", **self._child_env}
         proc = await asyncio.create_subprocess_exec(
             *self._argv(), env=env, stdout=asyncio.subprocess.PIPE,
             stdin=asyncio.subprocess.DEVNULL)
@@ -259,8 +260,9 @@ class Supervisor:
         return 0 if all(c in (0, -signal.SIGTERM) for c in codes) else 1
 
 
-def supervise(workers: int, listen: str, *, stop_timeout_s: float) -> int:
+def supervise(workers: int, listen: str, *, stop_timeout_s: float,
+              child_env: dict[str, str] | None = None) -> int:
     """Reserve the port, start ``workers`` children, and serve until signalled."""
     listen, reserved = reserve_port(listen)
-    return asyncio.run(Supervisor(workers, listen, stop_timeout_s=stop_timeout_s)
-                       .run(reserved))
+    return asyncio.run(Supervisor(workers, listen, stop_timeout_s=stop_timeout_s,
+                                  child_env=child_env).run(reserved))

@@ -80,7 +80,8 @@ async def test_converse_cancel_stops_the_running_turn(
 
 
 async def test_health_and_reflection(run_service) -> None:
-    async with run_service() as svc:
+    # Reflection is off by default (test_security); an operator turns it on.
+    async with run_service(reflection=True) as svc:
         assert await svc.client.health() == "SERVING"
         assert await svc.client.health("diwaniya.v1.Conversations") == "SERVING"
         async with grpc.aio.insecure_channel(svc.target) as channel:
