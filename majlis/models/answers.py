@@ -39,6 +39,7 @@ from majlis.models.qtypes import (
     answers_type,
     looks_dialect,
     question_type,
+    type_strength,
 )
 from majlis.models.qtypes import fold_words as _words
 from majlis.models.types import Recalled
@@ -62,6 +63,8 @@ Expander = Callable[[str], list[str]]
 # pick «رسوم التوصيل 15 ريالا» over «نوفر التوصيل لكل المدن» when both name
 # التوصيل, not enough to pick a number about something else.
 TYPE_BONUS = 0.15
+# Weight of the chunk's share of the question's concepts in a sentence's score.
+CHUNK_PRIOR = 0.2
 # A second sentence must add this much coverage, or carry the type the first lacks.
 _MIN_GAIN = 0.05
 # Weight of the title's share in Answer.grounding (see there).
@@ -85,6 +88,10 @@ class Answer:
     typed: bool  # the sentences carry what the question type asks for
     title_share: float = 0.0  # share of the chunk title's words the question names, 0..1
     dialect: bool = False  # the bridge found dialect words in the question
+    chunk_weighted: float = 0.0  # IDF-weighted share of the question's concepts in the chunk
+    # Concepts written as plain MSA (no bridge entry) the chunk lacks: «الدولار» in
+    # «شنو سعر الدولار اليوم؟» names a subject the knowledge base does not hold.
+    plain_missing: int = 0
 
     @property
     def text(self) -> str:
@@ -100,6 +107,7 @@ class Answer:
 
 
 _ARABIC = re.compile("[\u0621-\u064a]")
+_ARABIC_WORD = re.compile("[\u0621-\u064a]+")
 _WEAK = str.maketrans("", "", "اوي")
 _DOUBLED = re.compile(r"(.)\1")
 # A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
@@ -137,12 +145,14 @@ def _root(key: str) -> str | None:
     «المنتج»; dropping the derivational prefix (است/م/ي/ت/ن/ا), a plural or
     pronoun suffix, the افتعل ‑ت‑ and the long vowels leaves «رجع» and «نتج».
     A doubled root keeps its double: «استرداد» and «يسترد» both give «ردد».
-    Marked with «^»; only words of 4+ letters are reduced.
+    Marked with «^»; words of 4+ letters are reduced, a 3-letter key is its own root.
 
     >>> [_root(k) for k in ("استرجاع", "مرتجع", "ترجيع", "يرجع", "منتوج", "منتج",
     ...                     "استرداد", "مسترد", "توصيل", "كم")]
     ['^رجع', '^رجع', '^رجع', '^رجع', '^نتج', '^نتج', '^ردد', '^ردد', '^وصل', None]
     """
+    if len(key) == 3 and _ARABIC_WORD.fullmatch(key):
+        return f"^{key}"  # «رجع» left by the stemmer is already a root («استرجاع» → ^رجع)
     if len(key) < 4 or not _ARABIC.match(key):
         return None
     stem = _DERIVED_PREFIX.sub("", key)
@@ -179,22 +189,42 @@ _FRAME = frozenset(
     "يقع تقع يستغرق تستغرق يتم تتم تكون يكون اقدر نقدر استطيع نستطيع يمكنني يمكننا"
     " موجود موجوده متوفر".split()
 )
+# A «كم/متى» question names its measure («كم عندي وقت؟», «ما مدة الضمان؟»); the type
+# evidence (a number, a duration) answers it, so the word is not also required.
+_TYPE_FRAME = {
+    QuestionType.QUANTITY: frozenset("وقت الوقت مده المده فتره الفتره".split()),
+    QuestionType.TIME: frozenset("وقت الوقت موعد مواعيد".split()),
+}
 
 
 def _concepts(
     question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
-    *, dialect: bool = False,
+    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
 ) -> list[frozenset[str]]:
+    return [c for c, _plain in _concepts_plain(question, keys, stop, expand, dialect=dialect,
+                                               qtype=qtype)]
+
+
+def _concepts_plain(
+    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
+    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
+) -> list[tuple[frozenset[str], bool]]:
     """One key set per content word of the question: its own keys plus its bridge keys.
 
     A ``dialect`` question also drops frame words and matches by root (see
     :func:`_root`): its words are never the policy's own, while an MSA question
-    keeps the ARCD-calibrated matching unchanged."""
+    keeps the ARCD-calibrated matching unchanged.
+
+    Each concept comes with ``plain``: written in Arabic letters and unknown to the
+    bridge — an MSA word as the customer wrote it («المستعملة», «الدولار»), which a
+    policy about it would contain, unlike a dialect word the bridge has not met."""
     tokens = question.split()
-    found: list[set[str]] = []
+    found: list[tuple[set[str], frozenset[str], bool]] = []
+    frame = _TYPE_FRAME.get(qtype, frozenset())
     for i, token in enumerate(tokens):
         own = set(content_keys(token, keys, stop))
-        if not own or (dialect and _PROCLITIC.sub("", "".join(_words(token))) in _FRAME):
+        word = _PROCLITIC.sub("", "".join(_words(token)))
+        if not own or (dialect and word in _FRAME) or word in frame:
             continue
         bridged = expand(token) if expand is not None else []
         if expand is not None and i > 0:
@@ -206,22 +236,33 @@ def _concepts(
             extra = set(content_keys(" ".join(bridged), keys, stop))
             if not extra:
                 continue  # «شكد», «emta», «wach»: a dialect function word
+            if frame and all(fold_msa in frame for fold_msa in _words(" ".join(bridged))):
+                continue  # «wagt», «وكت» → وقت: the measure a «كم» question names
             own |= extra
         bare = _ONE_LETTER_PROCLITIC.sub("", _MARKS.sub("", token))
+        core = set(content_keys(token, keys, stop))
         if bare != token:
-            own |= set(content_keys(bare, keys, stop))
-        found.append(set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
-                                         roots=dialect)))
-    # Two words of one root («رجعت … ارجع») are one thing asked, counted once.
-    merged: list[set[str]] = []
-    for concept in found:
-        for other in merged:
-            if not other.isdisjoint(concept):
+            core |= set(content_keys(bare, keys, stop))
+            own |= core
+        found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
+                                          roots=dialect)),
+                      _with_skeletons(sorted(core), bare, roots=dialect),
+                      not bridged and _ARABIC.match(bare) is not None))
+    # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
+    # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
+    # same thing asked as «الاستلام» written beside it.
+    merged: list[tuple[set[str], set[str], list[bool]]] = []
+    for concept, own_core, plain in found:
+        core = set(own_core)
+        for other, other_core, flags in merged:
+            if not other_core.isdisjoint(core):
                 other |= concept
+                other_core |= core
+                flags.append(plain)
                 break
         else:
-            merged.append(concept)
-    return [frozenset(c) for c in merged]
+            merged.append((concept, core, [plain]))
+    return [(frozenset(c), all(flags)) for c, _core, flags in merged]
 
 
 def _sentences(item: Recalled) -> list[str]:
@@ -257,16 +298,17 @@ def select_answer(
     Deterministic: ties go to the chunk memory ranked higher, then the earlier sentence.
     """
     dialect = looks_dialect(question) or (dialect_cue is not None and dialect_cue(question))
-    concepts = _concepts(question, keys, stop, expand, dialect=dialect)
+    qtype = question_type(question)
+    with_plain = _concepts_plain(question, keys, stop, expand, dialect=dialect, qtype=qtype)
+    concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:
         return None
-    qtype = question_type(question)
-    pool: list[tuple[int, int, str, frozenset[str], bool]] = []
+    pool: list[tuple[int, int, str, frozenset[str], float]] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
             pool.append((rank, pos, sentence,
                          _with_skeletons(keys(sentence), sentence, roots=dialect),
-                         answers_type(sentence, qtype)))
+                         type_strength(sentence, qtype)))
     if not pool:
         return None
     n = len(pool)
@@ -281,12 +323,24 @@ def select_answer(
 
     title_cover = [covered(_with_skeletons(keys(item.title), roots=dialect))
                    for item in recalled]
+    # Share of the question's concepts each chunk holds anywhere: a sentence from the
+    # chunk about the question beats one that shares a word by chance with another
+    # («إلغاء الاشتراك في أي وقت» for a question about cancelling an *order*).  Dialect
+    # questions only: their loose matching (roots, bridge) makes chance matches
+    # common; on MSA (ARCD) the prior drew unanswerable questions to near-miss
+    # chunks (out-of-KB abstention 0.836 → 0.823, bench/offline_qa.py).
+    prior = CHUNK_PRIOR if dialect else 0.0
+    chunk_share = []
+    for rank in range(len(recalled)):
+        held: set[str] = set().union(*(p[3] for p in pool if p[0] == rank))
+        chunk_share.append(sum(1 for c in concepts if not c.isdisjoint(held)) / len(concepts))
     best: tuple[float, float, int, int] | None = None
-    for rank, pos, _s, s_keys, typed in pool:
+    for rank, pos, _s, s_keys, strength in pool:
         base = covered(s_keys)
         if base <= 0:
             continue
-        candidate = (base + (TYPE_BONUS if typed else 0.0), title_cover[rank], -rank, -pos)
+        candidate = (base + TYPE_BONUS * strength + prior * chunk_share[rank],
+                     title_cover[rank], -rank, -pos)
         if best is None or candidate > best:
             best = candidate
     if best is None:
@@ -295,7 +349,7 @@ def select_answer(
     chunk = [p for p in pool if p[0] == rank]
     chosen = {pos}
     found = set(chunk[pos][3])
-    typed = chunk[pos][4]
+    typed = chunk[pos][4] > 0
     while len(chosen) < max_sentences:
         options = []
         for p in chunk:
@@ -304,7 +358,7 @@ def select_answer(
             gain = covered(found | p[3]) - covered(found)
             # A sentence that supplies the missing type (the number, the day) is
             # worth adding when it is about the question at all.
-            supplies = not typed and p[4] and covered(p[3]) > 0
+            supplies = not typed and p[4] > 0 and covered(p[3]) > 0
             if gain >= _MIN_GAIN or supplies:
                 options.append((gain + (TYPE_BONUS if supplies else 0.0), -p[1]))
         if not options:
@@ -312,7 +366,7 @@ def select_answer(
         _gain, neg = max(options)
         chosen.add(-neg)
         found |= chunk[-neg][3]
-        typed = typed or chunk[-neg][4]
+        typed = typed or chunk[-neg][4] > 0
     first = min(chosen)
     if first > 0 and len(chosen) < max_sentences + 1 and _opens_with_pronoun(chunk[first][2]):
         chosen.add(first - 1)
@@ -329,6 +383,12 @@ def select_answer(
         typed=typed,
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
         dialect=dialect,
+        chunk_weighted=covered(chunk_keys),
+        # By its own forms (keys, skeletons), not its root: «المستعملة» is not found
+        # in «العملاء» because both reduce to ^عمل.
+        plain_missing=sum(1 for c, plain in with_plain
+                          if plain and {k for k in c if not k.startswith("^")}
+                          .isdisjoint(chunk_keys)),
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "fold_words",
     "looks_dialect",
     "question_type",
+    "type_strength",
 ]
 
 
@@ -43,7 +44,7 @@ _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
         " kam kaam bkam adesh 2adesh addesh shkad ch7al sh7al cham".split()
     ),
     QuestionType.TIME: frozenset(
-        "متي امتي امتا ايمتي وقتاش فوقاش شوقت ايمته"
+        "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت ايمته"
         " emta imta emtaa meta mata waqtash fo9ash".split()
     ),
     QuestionType.PLACE: frozenset(
@@ -91,6 +92,16 @@ _PROCEDURE_WORDS = frozenset(
     "افتح اختر اضغط ادخل اكتب ارسل اتصل تواصل قم اتبع ثم عبر خلال بواسطه طريق يمكنك"
     " يرجي يجب زر تطبيق الاعدادات رابط املا احضر قدم توجه سجل".split()
 )
+# Evidence words that go with many sentences that do not answer: «خلال/قبل/بعد» for a
+# time, «في» for a place, «ثم/عبر» for a procedure.  They count half (type_strength),
+# so «يصل الطلب خلال 3 أيام» beats «غيّر العنوان قبل الشحن» for «امتى يوصل؟».
+_WEAK_EVIDENCE: dict[QuestionType, frozenset[str]] = {
+    QuestionType.TIME: frozenset("خلال بعد قبل".split()),
+    QuestionType.PLACE: frozenset("في داخل خارج تطبيق".split()),
+    QuestionType.PROCEDURE: frozenset(
+        "ثم عبر خلال بواسطه طريق يمكنك يرجي يجب تطبيق تواصل".split()),
+    QuestionType.YES_NO: frozenset("يمكن يمكنك ممكن".split()),
+}
 _TYPE_EVIDENCE: dict[QuestionType, frozenset[str]] = {
     QuestionType.QUANTITY: _NUMBER_WORDS,
     QuestionType.TIME: _TIME_WORDS,
@@ -102,8 +113,10 @@ _TYPE_EVIDENCE: dict[QuestionType, frozenset[str]] = {
 # else «رسوم التوصيل 25 ريالا» would answer «امتى يوصل الطلب؟».
 _NUMERIC_TYPES = frozenset({QuestionType.QUANTITY})
 
-_FOLD = str.maketrans({"ة": "ه", "ى": "ي", "أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ؤ": "و",
-                       "ئ": "ي"})
+# Borrowed letters first: Iraqi/Gulf گ (U+06AF, from ق) and چ (U+0686, «چم» = كم),
+# Maghrebi ڤ (U+06A4) and پ (U+067E), so «اگدر» is one word (nlp.bridge does the same).
+_FOLD = str.maketrans({"گ": "ق", "چ": "ك", "ڤ": "ف", "پ": "ب", "ة": "ه", "ى": "ي", "أ": "ا",
+                       "إ": "ا", "آ": "ا", "ٱ": "ا", "ؤ": "و", "ئ": "ي"})
 MARKS = re.compile("[\u064b-\u0652\u0670\u0640]")
 _WORD = re.compile("[\u0621-\u064a]+|[a-z0-9']+")
 PROCLITIC = re.compile("^(?:وال|فال|بال|كال|لل|ال|و|ف|ب)(?=[\u0621-\u064a]{3})")
@@ -111,6 +124,21 @@ PROCLITIC = re.compile("^(?:وال|فال|بال|كال|لل|ال|و|ف|ب)(?=[\
 
 def fold_words(text: str) -> list[str]:
     return _WORD.findall(MARKS.sub("", text.lower()).translate(_FOLD))
+
+
+# «ما مدة الضمان؟», «شو مواعيد الدوام؟»: a what-question about a measure noun asks
+# for a quantity or a time, as «كم» or «متى» would (folded, proclitics stripped).
+_MEASURE_NOUNS: dict[str, QuestionType] = {
+    **dict.fromkeys("مده مدته صلاحيه سعر اسعار رسوم تكلفه كلفه عدد قيمه نسبه مبلغ حد"
+                    .split(), QuestionType.QUANTITY),
+    **dict.fromkeys("مواعيد موعد اوقات توقيت".split(), QuestionType.TIME),
+}
+_WHAT = frozenset("ما ماذا ماهي ماهو شو وش ايش شنو شنهو ايه اشنو شنيه what".split())
+# «لأي ساعة», «أي يوم»: which hour/day asks a time.
+_WHICH = frozenset({"اي", "لاي", "باي"})
+_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ".split())
+# Egyptian «قد ايه» (how much / how long), Arabic and Arabizi.
+_HOW_MUCH = frozenset({("قد", "ايه"), ("قد", "اي"), ("ad", "eh"), ("2ad", "eh"), ("ad", "eih")})
 
 
 def question_type(text: str) -> QuestionType:
@@ -122,13 +150,52 @@ def question_type(text: str) -> QuestionType:
     """
     words = fold_words(text)
     for word in words:
+        # «لشحال», «لامتى», «لوين»: a question word after the preposition ل.
+        # Three letters at least after it: «لكم» is «for you», not «كم».
+        forms = (word, PROCLITIC.sub("", word),
+                 word[1:] if word[:1] == "ل" and len(word) > 3 else word)
         for qtype, vocab in _TYPE_WORDS.items():
-            if word in vocab or PROCLITIC.sub("", word) in vocab:
+            if any(f in vocab for f in forms):
                 return qtype
+    bare = [PROCLITIC.sub("", w) for w in words]
+    for prev, word in zip(["", *bare], bare, strict=False):
+        if prev in _WHICH and word in _WHICH_TIME:
+            return QuestionType.TIME
+        if (prev, word) in _HOW_MUCH:
+            return QuestionType.QUANTITY
+    if any(w in _WHAT for w in words[:2]):
+        for word in bare[1:4]:
+            if word in _MEASURE_NOUNS:
+                return _MEASURE_NOUNS[word]
     if "؟" in text or "?" in text:
         if any(w in _YES_NO_CUES for w in words[:4]):
             return QuestionType.YES_NO
     return QuestionType.OTHER
+
+
+def type_strength(sentence: str, qtype: QuestionType) -> float:
+    """How surely ``sentence`` carries what a ``qtype`` question asks for: 1 for
+    strong evidence (a number, a duration, a weekday, an imperative step), 0.5 when
+    only a weak word stands (:data:`_WEAK_EVIDENCE`), 0 for none.
+
+    >>> [type_strength(s, QuestionType.TIME) for s in ("يصل الطلب خلال 3 أيام.",
+    ...     "غيّر العنوان قبل الشحن.", "نوفر التوصيل.")]
+    [1.0, 0.5, 0.0]
+    """
+    if qtype is QuestionType.OTHER:
+        return 0.0
+    if qtype in _NUMERIC_TYPES and _DIGIT.search(sentence):
+        return 1.0
+    vocab = _TYPE_EVIDENCE[qtype]
+    weak = _WEAK_EVIDENCE.get(qtype, frozenset())
+    best = 0.0
+    for w in fold_words(sentence):
+        bare = PROCLITIC.sub("", w)
+        if w in vocab or bare in vocab:
+            if w not in weak and bare not in weak:
+                return 1.0
+            best = 0.5
+    return best
 
 
 def answers_type(sentence: str, qtype: QuestionType) -> bool:
