@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
@@ -33,8 +33,14 @@ __all__ = ["Bridge", "dialect_to_msa", "has_dialect_words", "load_bridge"]
 _ARABIC_WORD = re.compile("[\u0621-\u064a]+")
 _LATIN_WORD = re.compile(r"[a-z0-9']+")
 _ARABIZI_DIGIT = re.compile(r"[a-z][235789]|[235789][a-z]")
-# Enclitic pronouns a dialect word often carries: دوامكم، فلوسي، شلونك، حسابه.
-_ENCLITICS = ("كم", "كو", "نا", "ها", "هم", "ك", "ي", "ه", "و")
+# Letters dialect writing borrows from Persian/Urdu, outside U+0621–U+064A: Iraqi and
+# Gulf گ (U+06AF, the g of «اگدر» = أقدر, from ق), چ (U+0686, «چم» = كم), Maghrebi
+# ڤ (U+06A4) and پ (U+067E).  Mapped to the letter they stand for before matching,
+# so «اگدر» is one word, not «ا» + «در».
+_BORROWED = str.maketrans({"\u06af": "ق", "\u0686": "ك", "\u06a4": "ف", "\u067e": "ب"})
+# Enclitic pronouns a dialect word often carries (دوامكم، فلوسي، شلونك، حسابه،
+# يوصلني) and the feminine plural a lexicon noun takes (كوبونات، جوالات).
+_ENCLITICS = ("كم", "كو", "نا", "ها", "هم", "ات", "ني", "ك", "ي", "ه", "و")
 # Below this many letters a word is too short to peel an enclitic from (مو + ك ≠ موك).
 _MIN_STEM_FOR_ENCLITIC = 3
 # Longest dialect phrase in the lexicon, in words.
@@ -44,6 +50,75 @@ _MAX_PHRASE = 3
 # the MSA imperfect (يوصل، تقبلوا، ترجع).  Only before ي/ت/ن and at least four
 # letters, so بيت or كتب are left alone.
 _VERB_PREFIX = re.compile("^[بهك](?=[يتن][\u0621-\u064a]{3})")
+
+
+# Verb entries (``~stem`` in bridge.tsv) match every person of the verb.  Prefixes:
+# the imperfect's person letter (ي/ت/ن/ا), the passive انـ (انشحن، انقفل); suffixes:
+# subject and object pronouns of both tenses, and Moroccan ‑ات (تصيفطات «it was sent»).
+_PERSON = "يتنا"
+_VERB_SUFFIXES = ("تولي", "ولي", "يلي", "تونا", "ناها", "وها", "وني", "ون", "وا", "ين",
+                  "تو", "تي", "تم", "نا", "ها", "هم", "كم", "ني", "لي", "لك", "ات", "و", "ي",
+                  "ت", "ه", "ك")
+_MIN_VERB_STEM = 3
+
+
+def _weak_final(stem: str) -> str:
+    """A defective verb's last letter unified: «بقا»، «بقى»، «بقي» → «بقي»."""
+    return stem[:-1] + "ي" if stem and stem[-1] in "اي" else stem
+
+
+def verb_stems(word: str) -> set[str]:
+    """Candidate stems of a folded dialect verb form, to meet ``~stem`` entries.
+
+    >>> sorted(s for s in verb_stems("كتصيفطو") if s == "صيفط")
+    ['صيفط']
+    >>> "عطي" in verb_stems("تعطون"), "لغي" in verb_stems("نلغيها"), "بقي" in verb_stems("كتبقاو")
+    (True, True, True)
+    """
+    bases = set(_arabic_forms(word))
+    for base in list(bases):
+        if base[:2] in ("ان", "ات") and len(base) >= 5:
+            bases.add(base[2:])  # انفعل «انشحن» → «شحن», Egyptian اتفعل «اتقفل» → «قفل»
+    for base in list(bases):
+        if len(base) > _MIN_VERB_STEM and base[0] in _PERSON:
+            bases.add(base[1:])
+        elif len(base) == _MIN_VERB_STEM and base[0] in _PERSON:
+            bases.add(base[1:] + base[-1])  # «اسد» (أسدّ) → «سدد»
+    out = set()
+    for base in bases:
+        out.add(_weak_final(base))
+        for suffix in _VERB_SUFFIXES:
+            if base.endswith(suffix):
+                stem = base[: -len(suffix)]
+                if suffix == "ت" and stem.endswith("ا"):
+                    continue  # «لغات» is the plural ‑ات of «لغة», not «لغا» + ت
+                if len(stem) >= _MIN_VERB_STEM:
+                    out.add(_weak_final(stem))
+                elif len(stem) == _MIN_VERB_STEM - 1 and suffix[0] == "و":
+                    # Only before the plural ‑و(ن/ا): «كتسدو» → سد → «سدد» (a doubled
+                    # verb), «تعطون» → عط → «عطي» (the ي falls); never before ت/ي,
+                    # where «وجدت», «مدى» would turn into جدد, مدد.
+                    out.add(stem + stem[-1])
+                    out.add(stem + "ي")
+    return {stem for stem in out if len(stem) >= _MIN_VERB_STEM}
+
+
+_MSA_PREFIXES = ("", "ي", "ت", "ن", "ا", "سي", "ست", "سن", "م")
+_MSA_SUFFIXES = ("", "ون", "وا", "ين", "ان", "ت", "نا", "تم", "تن", "ه", "ها", "هم", "ي", "ك",
+                 "كم", "ني", "وه", "وها", "وهم", "يه")
+
+
+def _msa_form(token: str, stem: str) -> bool:
+    """Could ``token`` be an MSA form of the verb ``stem`` (person prefix, MSA suffix)?
+
+    >>> _msa_form("يرجع", "رجع"), _msa_form("ترجعولي", "رجع"), _msa_form("اتقفل", "قفل")
+    (True, False, False)
+    """
+    bare = strip_proclitics(token)
+    # A defective verb drops or changes its ي: «يلغون», «اشتراه», «اشترى» from «شتري».
+    stems = {stem, stem[:-1], stem[:-1] + "ا"} if stem.endswith("ي") else {stem}
+    return any(f"{p}{s}{x}" in (token, bare)
+               for s in stems for p in _MSA_PREFIXES for x in _MSA_SUFFIXES)
 
 
 def _arabic_forms(word: str) -> set[str]:
@@ -60,14 +135,37 @@ class Bridge:
     entries: Mapping[tuple[str, ...], tuple[str, ...]]
     # Entries said in some regions only (not tagged ``all``): evidence the text is dialect.
     regional: frozenset[tuple[str, ...]] = frozenset()
+    # Verb stems (``~stem`` entries): every person and tense of the verb matches.
+    verbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    regional_verbs: frozenset[str] = frozenset()
+
+    def _verb(self, token: str) -> str | None:
+        """The ``~stem`` entry a folded token is a form of, if any (sorted: deterministic).
+
+        A stem tagged ``all`` (the verb is MSA too: رجع، وصل، شحن) matches only a
+        form MSA does not have — «ترجعولي», «بيوصل», «اتقفل», «انشحن» — so an MSA
+        question («متى يرجع تاريخ…») is not expanded.  A regional stem (صيفط، خابر)
+        matches every form."""
+        if not self.verbs:
+            return None
+        for stem in sorted(verb_stems(token)):
+            if stem in self.verbs and (stem in self.regional_verbs
+                                       or not _msa_form(token, stem)):
+                return stem
+        return None
 
     def has_dialect_words(self, text: str) -> bool:
         """Does ``text`` use a word the lexicon knows as regional (not shared with MSA)?"""
         folded = fold(clean(text))
+        if folded != folded.translate(_BORROWED):
+            return True  # گ/چ/ڤ/پ: Iraqi, Gulf or Maghrebi writing
         tokens = _ARABIC_WORD.findall(folded)
         # A dialect verb prefix on a verb the lexicon knows: «بيغطي»، «كتقبلو».
         if any(_VERB_PREFIX.sub("", t) != t and self._lookup_key([{_VERB_PREFIX.sub("", t)}],
                                                                  enclitics=True)
+               for t in tokens):
+            return True
+        if any((stem := self._verb(t)) is not None and stem in self.regional_verbs
                for t in tokens):
             return True
         words = [_arabic_forms(w) for w in tokens]
@@ -89,13 +187,19 @@ class Bridge:
         return list(out)
 
     def _matches(self, text: str) -> Iterator[tuple[str, ...]]:
-        folded = fold(clean(text))
+        folded = fold(clean(text)).translate(_BORROWED)
         tokens = _ARABIC_WORD.findall(folded)
         arabic = [_arabic_forms(w) for w in tokens]
         yield from self._scan(arabic, enclitics=True)
         for token, forms in zip(tokens, arabic, strict=True):
+            if self._lookup([forms], enclitics=True) is not None:
+                continue
+            stem = self._verb(token)
+            if stem is not None:
+                yield self.verbs[stem]  # «كيصيفطو» → ~صيفط → أرسل شحن
+                continue
             bare = _VERB_PREFIX.sub("", token)
-            if bare != token and self._lookup([forms], enclitics=True) is None:
+            if bare != token:
                 yield (bare,)  # «كتقبلو» → «تقبلو»: without its prefix, the MSA verb
         latin_words = _LATIN_WORD.findall(text.lower())
         latin = [{w} for w in latin_words]
@@ -129,14 +233,18 @@ class Bridge:
 
     def _lookup_key(self, forms: list[set[str]], *, enclitics: bool) -> tuple[str, ...] | None:
         candidates: list[tuple[str, ...]] = [()]
+        peeled: list[tuple[str, ...]] = []
         for i, options in enumerate(forms):
             last = i == len(forms) - 1
-            grown = set(options)
-            if enclitics and last:
-                grown |= {_peel(w) for w in options}
             # Sorted: set order varies between processes, the result must not.
-            candidates = [(*c, w) for c in candidates for w in sorted(grown)]
-        for key in candidates:
+            own = sorted(options)
+            if enclitics and last:
+                # The word as written wins over a peeled form: «فيني» (can I) is
+                # not «فين» (where) + ي.
+                peeled = [(*c, p) for c in candidates
+                          for p in sorted({_peel(w) for w in options} - set(own))]
+            candidates = [(*c, w) for c in candidates for w in own]
+        for key in (*candidates, *peeled):
             if key in self.entries:
                 return key
         return None
@@ -153,18 +261,22 @@ def _key(phrase: str) -> list[tuple[str, ...]]:
     """Lookup keys of one lexicon phrase: folded, and with proclitics stripped."""
     if _LATIN_WORD.fullmatch(phrase.replace(" ", "").lower()):
         return [tuple(phrase.lower().split())]
-    words = fold(clean(phrase)).split()
+    words = fold(clean(phrase)).translate(_BORROWED).split()
     return sorted({tuple(words), tuple(strip_proclitics(w) for w in words)})
 
 
 def parse_bridge(text: str) -> Bridge:
     """Build a :class:`Bridge` from TSV text (``dialect<TAB>msa[<TAB>regions]``).
 
+    A dialect field ``~stem`` is a verb: «~صيفط» matches صيفطت، نصيفط، كيصيفطو، تصيفطات.
+
     >>> parse_bridge("# comment\\nخربان\\tمعطل\\tgulf").expand("خربانة؟ لا، خربان")
     ['معطل']
     """
     entries: dict[tuple[str, ...], tuple[str, ...]] = {}
     regional: set[tuple[str, ...]] = set()
+    verbs: dict[str, tuple[str, ...]] = {}
+    regional_verbs: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -172,14 +284,27 @@ def parse_bridge(text: str) -> Bridge:
         if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
             raise ValueError(f"bridge.tsv:{number}: expected 'dialect<TAB>msa', got {line!r}")
         msa = tuple(fields[1].split())
+        regions = {r.strip() for r in fields[2].split(",")} if len(fields) > 2 else set()
+        if fields[0].startswith("~"):
+            stem = _weak_final(fold(clean(fields[0][1:].strip())).translate(_BORROWED))
+            if len(stem) == _MIN_VERB_STEM - 1:
+                stem += stem[-1]  # «~سد» (سدّ) is written doubled: «سدد»
+            if len(stem) < _MIN_VERB_STEM or " " in stem:
+                raise ValueError(f"bridge.tsv:{number}: a ~verb stem is one word of 3+ letters")
+            verbs[stem] = tuple(dict.fromkeys(verbs.get(stem, ()) + msa))
+            if regions - {"all", ""}:
+                regional_verbs.add(stem)
+            continue
+        # «چم» read as «كم» is the MSA word: a borrowed letter is itself the dialect
+        # evidence (has_dialect_words sees it in the text), the key is not.
+        borrowed = fields[0] != fields[0].translate(_BORROWED)
         for key in _key(fields[0].strip()):
             # A phrase listed twice keeps both MSA renderings, in file order.
             merged = dict.fromkeys(entries.get(key, ()) + msa)
             entries[key] = tuple(merged)
-            regions = {r.strip() for r in fields[2].split(",")} if len(fields) > 2 else set()
-            if regions - {"all", ""}:
+            if regions - {"all", ""} and not borrowed:
                 regional.add(key)
-    return Bridge(entries, frozenset(regional))
+    return Bridge(entries, frozenset(regional), verbs, frozenset(regional_verbs))
 
 
 @lru_cache(maxsize=1)

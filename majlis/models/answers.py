@@ -27,11 +27,21 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
+from majlis.models.display import HEADING_LINE, display_text, display_topic
 from majlis.models.extract import split_sentences
 from majlis.models.injection import addresses_assistant
 from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys
+from majlis.models.qtypes import MARKS as _MARKS
+from majlis.models.qtypes import PROCLITIC as _PROCLITIC
+from majlis.models.qtypes import (
+    QuestionType,
+    answers_type,
+    looks_dialect,
+    question_type,
+    type_strength,
+)
+from majlis.models.qtypes import fold_words as _words
 from majlis.models.types import Recalled
 
 __all__ = [
@@ -49,86 +59,12 @@ __all__ = [
 Expander = Callable[[str], list[str]]
 
 
-class QuestionType(StrEnum):
-    QUANTITY = "quantity"
-    TIME = "time"
-    PLACE = "place"
-    YES_NO = "yes_no"
-    PROCEDURE = "procedure"
-    OTHER = "other"
-
-
-# Question words per type, folded the way fallback_search_keys folds (ة→ه, ى→ي,
-# أإآ→ا), Arabic and Arabizi.  The first question word in the text decides.
-_TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
-    QuestionType.QUANTITY: frozenset(
-        "كم بكم كام بكام شكد بشكد قديش بقديش قداش شحال بشحال چم جم"
-        " kam kaam bkam adesh 2adesh addesh shkad ch7al sh7al cham".split()
-    ),
-    QuestionType.TIME: frozenset(
-        "متي امتي امتا ايمتي وقتاش فوقاش شوقت ايمته"
-        " emta imta emtaa meta mata waqtash fo9ash".split()
-    ),
-    QuestionType.PLACE: frozenset(
-        "اين وين فين منين وينه فينه وينكم فينكم"
-        " wen wein ween fen fein fin feen".split()
-    ),
-    QuestionType.YES_NO: frozenset("هل واش wach wash hal".split()),
-    QuestionType.PROCEDURE: frozenset(
-        "كيف شلون اشلون ازاي كيفاش كيفيه طريقه"
-        " kif kaif keef shlon ezay izay ezzay kifash kifach".split()
-    ),
-}
-# Words that make a wh-less question a yes/no one: «يشمله الضمان؟», «اكو فرع؟».
-_YES_NO_CUES = frozenset(
-    "فيه يوجد اكو كاين ممكن ينفع يصير يصلح يمكن اقدر نقدر اگدر يشمل يشمله"
-    " تقبلون تقبلوا مسموح تدفع ادفع".split()
-)
-
-# Evidence that a sentence answers a type (folded, whole words or affixes).
-_DIGIT = re.compile(r"[0-9\u0660-\u0669\u06f0-\u06f9]")
-_NUMBER_WORDS = frozenset(
-    "واحد واحده اثنين اثنان اثنتين يومين يومان ساعتين ثلاث ثلاثه اربع اربعه خمس خمسه"
-    " ست سته سبع سبعه ثماني ثمانيه تسع تسعه عشر عشره عشرين ثلاثين اربعين خمسين ستين"
-    " مئه مائه مئتين الف الفين نصف ربع ثلث ضعف بالمئه بالمائه مجانا مجاني مجانيه"
-    " سنتين سنتان شهرين اسبوعين ساعتين دقيقتين"
-    " ريال ريالا درهم درهما دينار دينارا جنيه جنيها ليره دولار يورو".split()
-)
-_TIME_WORDS = frozenset(
-    "يوم ايام يومين ساعه ساعات اسبوع اسابيع اسبوعين شهر اشهر شهرين سنه سنوات عام اعوام"
-    " دقيقه دقائق صباحا صباح مساء مساءا ظهرا عصرا ليلا فجرا الاحد الاثنين الثلاثاء"
-    " الاربعاء الخميس الجمعه السبت احد اثنين ثلاثاء اربعاء خميس جمعه سبت خلال بعد قبل"
-    " يناير فبراير مارس ابريل مايو يونيو يوليو اغسطس سبتمبر اكتوبر نوفمبر ديسمبر"
-    " القرن قرن عطله عطلات".split()
-)
-_PLACE_WORDS = frozenset(
-    "في شارع حي مدينه منطقه فرع فروع مركز طريق صفحه قسم اعدادات تطبيق موقع الموقع موقعنا"
-    " عنوان بجوار مقابل قرب داخل خارج مول مجمع طابق قائمه رابط بوابه"
-    " الرياض جده دبي القاهره بيروت عمان بغداد الدار البيضاء الرباط تونس الجزائر".split()
-)
-_POLARITY_WORDS = frozenset(
-    "لا ليس ليست لن لم غير يشمل تشمل يمكن يمكنك ممكن متاح متاحه يحق يجوز نعم مسموح"
-    " ممنوع يقبل نقبل تقبل يتوفر تتوفر يوجد توجد مشمول مشموله".split()
-)
-_PROCEDURE_WORDS = frozenset(
-    "افتح اختر اضغط ادخل اكتب ارسل اتصل تواصل قم اتبع ثم عبر خلال بواسطه طريق يمكنك"
-    " يرجي يجب زر تطبيق الاعدادات رابط املا احضر قدم توجه سجل".split()
-)
-_TYPE_EVIDENCE: dict[QuestionType, frozenset[str]] = {
-    QuestionType.QUANTITY: _NUMBER_WORDS,
-    QuestionType.TIME: _TIME_WORDS,
-    QuestionType.PLACE: _PLACE_WORDS,
-    QuestionType.YES_NO: _POLARITY_WORDS,
-    QuestionType.PROCEDURE: _PROCEDURE_WORDS,
-}
-# Digits answer «كم»; for «متى» a number must come with a time word (أيام، الساعة),
-# else «رسوم التوصيل 25 ريالا» would answer «امتى يوصل الطلب؟».
-_NUMERIC_TYPES = frozenset({QuestionType.QUANTITY})
-
 # Coverage bonus for a sentence carrying what the type asks for: enough to
 # pick «رسوم التوصيل 15 ريالا» over «نوفر التوصيل لكل المدن» when both name
 # التوصيل, not enough to pick a number about something else.
 TYPE_BONUS = 0.15
+# Weight of the chunk's share of the question's concepts in a sentence's score.
+CHUNK_PRIOR = 0.2
 # A second sentence must add this much coverage, or carry the type the first lacks.
 _MIN_GAIN = 0.05
 # Weight of the title's share in Answer.grounding (see there).
@@ -137,94 +73,7 @@ TITLE_GROUNDING = 0.3
 # والعشرون…» names its subject only in the previous sentence, which is served too.
 _CONTINUES = frozenset("هو هي وهو وهي هم وهم كما وكان وكانت".split())
 
-_FOLD = str.maketrans({"ة": "ه", "ى": "ي", "أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ؤ": "و",
-                       "ئ": "ي"})
-_MARKS = re.compile("[\u064b-\u0652\u0670\u0640]")
-_WORD = re.compile("[\u0621-\u064a]+|[a-z0-9']+")
-_PROCLITIC = re.compile("^(?:وال|فال|بال|كال|لل|ال|و|ف|ب)(?=[\u0621-\u064a]{3})")
 
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(_MARKS.sub("", text.lower()).translate(_FOLD))
-
-
-def question_type(text: str) -> QuestionType:
-    """What the question asks for.
-
-    >>> [question_type(q).value for q in ("شكد سعر التوصيل؟", "امتى تفتحون؟",
-    ...     "وين أقرب فرع؟", "يشمله الضمان؟", "شلون أغير الباسورد؟", "abi a3raf")]
-    ['quantity', 'time', 'place', 'yes_no', 'procedure', 'other']
-    """
-    words = _words(text)
-    for word in words:
-        for qtype, vocab in _TYPE_WORDS.items():
-            if word in vocab or _PROCLITIC.sub("", word) in vocab:
-                return qtype
-    if "؟" in text or "?" in text:
-        if any(w in _YES_NO_CUES for w in words[:4]):
-            return QuestionType.YES_NO
-    return QuestionType.OTHER
-
-
-def answers_type(sentence: str, qtype: QuestionType) -> bool:
-    """Does ``sentence`` carry what a ``qtype`` question asks for?
-
-    >>> answers_type("رسوم التوصيل 15 ريالا.", QuestionType.QUANTITY)
-    True
-    >>> answers_type("لا يشمل الضمان الكسر.", QuestionType.YES_NO)
-    True
-    """
-    if qtype is QuestionType.OTHER:
-        return False
-    if qtype in _NUMERIC_TYPES and _DIGIT.search(sentence):
-        return True
-    vocab = _TYPE_EVIDENCE[qtype]
-    return any(w in vocab or _PROCLITIC.sub("", w) in vocab for w in _words(sentence))
-
-
-# -- what may be shown ---------------------------------------------------------------
-
-_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.MULTILINE)
-_BRACKETED = re.compile(r"\[[^\]\n]{0,120}\]|【[^】\n]{0,120}】")
-_FILE_NAME = re.compile(r"\b[\w\-]+\.(?:md|markdown|txt|jsonl|json|pdf|docx?|html?)\b", re.I)
-_SLUG_PATH = re.compile(r"[\w\-]*\s*›\s*")
-_MD_MARKUP = re.compile(r"(\*\*|__|`)")
-_LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+", re.MULTILINE)
-_ARABIC = re.compile("[\u0621-\u064a]")
-_SPACES = re.compile(r"[ \t]+")
-
-
-def display_text(text: str) -> str:
-    """Text fit for the reply: no Markdown heading, file name, slug path or [source].
-
-    >>> display_text("## الفروع\\nالفرع الرئيسي في الرياض [branches.md].")
-    'الفرع الرئيسي في الرياض .'
-    """
-    text = _HEADING_LINE.sub("", text)
-    text = _BRACKETED.sub("", text)
-    text = _FILE_NAME.sub("", text)
-    text = _SLUG_PATH.sub("", text)
-    text = _MD_MARKUP.sub("", text)
-    text = _LIST_MARK.sub("", text)
-    return _SPACES.sub(" ", text).strip()
-
-
-def display_topic(title: str) -> str:
-    """A chunk title as a topic to name: its last Arabic heading, never a file slug.
-
-    >>> display_topic("branches › الفروع وأوقات العمل")
-    'الفروع وأوقات العمل'
-    >>> display_topic("refunds")
-    ''
-    """
-    for part in reversed(title.split("›")):
-        part = display_text(part)
-        if _ARABIC.search(part):
-            return part
-    return ""
-
-
-# -- selection -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +88,10 @@ class Answer:
     typed: bool  # the sentences carry what the question type asks for
     title_share: float = 0.0  # share of the chunk title's words the question names, 0..1
     dialect: bool = False  # the bridge found dialect words in the question
+    chunk_weighted: float = 0.0  # IDF-weighted share of the question's concepts in the chunk
+    # Concepts written as plain MSA (no bridge entry) the chunk lacks: «الدولار» in
+    # «شنو سعر الدولار اليوم؟» names a subject the knowledge base does not hold.
+    plain_missing: int = 0
 
     @property
     def text(self) -> str:
@@ -253,6 +106,8 @@ class Answer:
         return self.chunk_coverage + TITLE_GROUNDING * self.title_share
 
 
+_ARABIC = re.compile("[\u0621-\u064a]")
+_ARABIC_WORD = re.compile("[\u0621-\u064a]+")
 _WEAK = str.maketrans("", "", "اوي")
 _DOUBLED = re.compile(r"(.)\1")
 # A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
@@ -290,12 +145,14 @@ def _root(key: str) -> str | None:
     «المنتج»; dropping the derivational prefix (است/م/ي/ت/ن/ا), a plural or
     pronoun suffix, the افتعل ‑ت‑ and the long vowels leaves «رجع» and «نتج».
     A doubled root keeps its double: «استرداد» and «يسترد» both give «ردد».
-    Marked with «^»; only words of 4+ letters are reduced.
+    Marked with «^»; words of 4+ letters are reduced, a 3-letter key is its own root.
 
     >>> [_root(k) for k in ("استرجاع", "مرتجع", "ترجيع", "يرجع", "منتوج", "منتج",
     ...                     "استرداد", "مسترد", "توصيل", "كم")]
     ['^رجع', '^رجع', '^رجع', '^رجع', '^نتج', '^نتج', '^ردد', '^ردد', '^وصل', None]
     """
+    if len(key) == 3 and _ARABIC_WORD.fullmatch(key):
+        return f"^{key}"  # «رجع» left by the stemmer is already a root («استرجاع» → ^رجع)
     if len(key) < 4 or not _ARABIC.match(key):
         return None
     stem = _DERIVED_PREFIX.sub("", key)
@@ -332,22 +189,42 @@ _FRAME = frozenset(
     "يقع تقع يستغرق تستغرق يتم تتم تكون يكون اقدر نقدر استطيع نستطيع يمكنني يمكننا"
     " موجود موجوده متوفر".split()
 )
+# A «كم/متى» question names its measure («كم عندي وقت؟», «ما مدة الضمان؟»); the type
+# evidence (a number, a duration) answers it, so the word is not also required.
+_TYPE_FRAME = {
+    QuestionType.QUANTITY: frozenset("وقت الوقت مده المده فتره الفتره".split()),
+    QuestionType.TIME: frozenset("وقت الوقت موعد مواعيد".split()),
+}
 
 
 def _concepts(
     question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
-    *, dialect: bool = False,
+    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
 ) -> list[frozenset[str]]:
+    return [c for c, _plain in _concepts_plain(question, keys, stop, expand, dialect=dialect,
+                                               qtype=qtype)]
+
+
+def _concepts_plain(
+    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
+    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
+) -> list[tuple[frozenset[str], bool]]:
     """One key set per content word of the question: its own keys plus its bridge keys.
 
     A ``dialect`` question also drops frame words and matches by root (see
     :func:`_root`): its words are never the policy's own, while an MSA question
-    keeps the ARCD-calibrated matching unchanged."""
+    keeps the ARCD-calibrated matching unchanged.
+
+    Each concept comes with ``plain``: written in Arabic letters and unknown to the
+    bridge — an MSA word as the customer wrote it («المستعملة», «الدولار»), which a
+    policy about it would contain, unlike a dialect word the bridge has not met."""
     tokens = question.split()
-    found: list[set[str]] = []
+    found: list[tuple[set[str], frozenset[str], bool]] = []
+    frame = _TYPE_FRAME.get(qtype, frozenset())
     for i, token in enumerate(tokens):
         own = set(content_keys(token, keys, stop))
-        if not own or (dialect and _PROCLITIC.sub("", "".join(_words(token))) in _FRAME):
+        word = _PROCLITIC.sub("", "".join(_words(token)))
+        if not own or (dialect and word in _FRAME) or word in frame:
             continue
         bridged = expand(token) if expand is not None else []
         if expand is not None and i > 0:
@@ -359,22 +236,33 @@ def _concepts(
             extra = set(content_keys(" ".join(bridged), keys, stop))
             if not extra:
                 continue  # «شكد», «emta», «wach»: a dialect function word
+            if frame and all(fold_msa in frame for fold_msa in _words(" ".join(bridged))):
+                continue  # «wagt», «وكت» → وقت: the measure a «كم» question names
             own |= extra
         bare = _ONE_LETTER_PROCLITIC.sub("", _MARKS.sub("", token))
+        core = set(content_keys(token, keys, stop))
         if bare != token:
-            own |= set(content_keys(bare, keys, stop))
-        found.append(set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
-                                         roots=dialect)))
-    # Two words of one root («رجعت … ارجع») are one thing asked, counted once.
-    merged: list[set[str]] = []
-    for concept in found:
-        for other in merged:
-            if not other.isdisjoint(concept):
+            core |= set(content_keys(bare, keys, stop))
+            own |= core
+        found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
+                                          roots=dialect)),
+                      _with_skeletons(sorted(core), bare, roots=dialect),
+                      not bridged and _ARABIC.match(bare) is not None))
+    # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
+    # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
+    # same thing asked as «الاستلام» written beside it.
+    merged: list[tuple[set[str], set[str], list[bool]]] = []
+    for concept, own_core, plain in found:
+        core = set(own_core)
+        for other, other_core, flags in merged:
+            if not other_core.isdisjoint(core):
                 other |= concept
+                other_core |= core
+                flags.append(plain)
                 break
         else:
-            merged.append(concept)
-    return [frozenset(c) for c in merged]
+            merged.append((concept, core, [plain]))
+    return [(frozenset(c), all(flags)) for c, _core, flags in merged]
 
 
 def _sentences(item: Recalled) -> list[str]:
@@ -382,7 +270,7 @@ def _sentences(item: Recalled) -> list[str]:
     instructions (:func:`quotable`) left out."""
     heads = {display_text(p) for p in item.title.split("›")}
     kept = []
-    for sentence in split_sentences(_HEADING_LINE.sub("", item.text)):
+    for sentence in split_sentences(HEADING_LINE.sub("", item.text)):
         shown = display_text(sentence)
         if shown and shown not in heads and quotable(shown):
             kept.append(shown)
@@ -410,16 +298,17 @@ def select_answer(
     Deterministic: ties go to the chunk memory ranked higher, then the earlier sentence.
     """
     dialect = looks_dialect(question) or (dialect_cue is not None and dialect_cue(question))
-    concepts = _concepts(question, keys, stop, expand, dialect=dialect)
+    qtype = question_type(question)
+    with_plain = _concepts_plain(question, keys, stop, expand, dialect=dialect, qtype=qtype)
+    concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:
         return None
-    qtype = question_type(question)
-    pool: list[tuple[int, int, str, frozenset[str], bool]] = []
+    pool: list[tuple[int, int, str, frozenset[str], float]] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
             pool.append((rank, pos, sentence,
                          _with_skeletons(keys(sentence), sentence, roots=dialect),
-                         answers_type(sentence, qtype)))
+                         type_strength(sentence, qtype)))
     if not pool:
         return None
     n = len(pool)
@@ -434,12 +323,24 @@ def select_answer(
 
     title_cover = [covered(_with_skeletons(keys(item.title), roots=dialect))
                    for item in recalled]
+    # Share of the question's concepts each chunk holds anywhere: a sentence from the
+    # chunk about the question beats one that shares a word by chance with another
+    # («إلغاء الاشتراك في أي وقت» for a question about cancelling an *order*).  Dialect
+    # questions only: their loose matching (roots, bridge) makes chance matches
+    # common; on MSA (ARCD) the prior drew unanswerable questions to near-miss
+    # chunks (out-of-KB abstention 0.836 → 0.823, bench/offline_qa.py).
+    prior = CHUNK_PRIOR if dialect else 0.0
+    chunk_share = []
+    for rank in range(len(recalled)):
+        held: set[str] = set().union(*(p[3] for p in pool if p[0] == rank))
+        chunk_share.append(sum(1 for c in concepts if not c.isdisjoint(held)) / len(concepts))
     best: tuple[float, float, int, int] | None = None
-    for rank, pos, _s, s_keys, typed in pool:
+    for rank, pos, _s, s_keys, strength in pool:
         base = covered(s_keys)
         if base <= 0:
             continue
-        candidate = (base + (TYPE_BONUS if typed else 0.0), title_cover[rank], -rank, -pos)
+        candidate = (base + TYPE_BONUS * strength + prior * chunk_share[rank],
+                     title_cover[rank], -rank, -pos)
         if best is None or candidate > best:
             best = candidate
     if best is None:
@@ -448,7 +349,7 @@ def select_answer(
     chunk = [p for p in pool if p[0] == rank]
     chosen = {pos}
     found = set(chunk[pos][3])
-    typed = chunk[pos][4]
+    typed = chunk[pos][4] > 0
     while len(chosen) < max_sentences:
         options = []
         for p in chunk:
@@ -457,7 +358,7 @@ def select_answer(
             gain = covered(found | p[3]) - covered(found)
             # A sentence that supplies the missing type (the number, the day) is
             # worth adding when it is about the question at all.
-            supplies = not typed and p[4] and covered(p[3]) > 0
+            supplies = not typed and p[4] > 0 and covered(p[3]) > 0
             if gain >= _MIN_GAIN or supplies:
                 options.append((gain + (TYPE_BONUS if supplies else 0.0), -p[1]))
         if not options:
@@ -465,7 +366,7 @@ def select_answer(
         _gain, neg = max(options)
         chosen.add(-neg)
         found |= chunk[-neg][3]
-        typed = typed or chunk[-neg][4]
+        typed = typed or chunk[-neg][4] > 0
     first = min(chosen)
     if first > 0 and len(chosen) < max_sentences + 1 and _opens_with_pronoun(chunk[first][2]):
         chosen.add(first - 1)
@@ -482,29 +383,13 @@ def select_answer(
         typed=typed,
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
         dialect=dialect,
+        chunk_weighted=covered(chunk_keys),
+        # By its own forms (keys, skeletons), not its root: «المستعملة» is not found
+        # in «العملاء» because both reduce to ^عمل.
+        plain_missing=sum(1 for c, plain in with_plain
+                          if plain and {k for k in c if not k.startswith("^")}
+                          .isdisjoint(chunk_keys)),
     )
-
-
-# Words only dialect speech uses (the bridge knows many more; these stand when
-# no bridge is injected), and the Egyptian/Levantine بـ imperfect (بيفتح، بتوصلوا).
-_DIALECT_MARKERS = frozenset(
-    "شو وش ايش شنو شنهو ليش ليه علاش وين فين امتي امتا ايمتي وقتاش فوقاش قديش قداش شحال"
-    " شكد بكام كام شلون اشلون ازاي كيفاش عايز عاوز بدي ابي ابغي ابغا بغيت مش مو موب مب"
-    " اكو ماكو مافي مفيش كاين دلوقتي هلق هسه دابا الحين عشان علشان باش ديال تبع مالتي"
-    " مالتكم عدكم ليا شوي شويه".split()
-)
-_B_IMPERFECT = re.compile("^ب[يتن][\u0621-\u064a]{3}(?:و|وا)?$")
-
-
-def looks_dialect(question: str) -> bool:
-    """Does the question carry dialect words?  (The fallback when the service
-    injects no ``dialect_cue``: a few markers, no lexicon.)
-
-    >>> looks_dialect("هو الفرع بيفتح يوم الجمعة؟"), looks_dialect("متى يفتح الفرع؟")
-    (True, False)
-    """
-    words = _words(question)
-    return any(w in _DIALECT_MARKERS or _B_IMPERFECT.match(w) for w in words)
 
 
 def _opens_with_pronoun(sentence: str) -> bool:

@@ -75,6 +75,7 @@ class OfflineResponder:
         answer_threshold: float = 0.15,
         grounding_threshold: float = 0.82,
         dialect_grounding_threshold: float = 0.6,
+        dialect_plain_grounding_threshold: float = 0.7,
         dialect_answer_threshold: float = 0.1,
         clarify_threshold: float = 0.25,
         tool_threshold: float = 0.5,
@@ -89,6 +90,7 @@ class OfflineResponder:
         self._answer_threshold = answer_threshold
         self._grounding_threshold = grounding_threshold
         self._dialect_grounding = dialect_grounding_threshold
+        self._dialect_plain_grounding = dialect_plain_grounding_threshold
         self._dialect_answer = dialect_answer_threshold
         self._clarify_threshold = clarify_threshold
         self._tool_threshold = tool_threshold
@@ -176,8 +178,13 @@ class OfflineResponder:
         # question (Answer.dialect) always carries words
         # an MSA policy never has (بيفضل، مالتكم، صارت), so it needs less of them
         # (calibrated on bench/support.py dev).
+        # A dialect question's unmatched words are often dialect the bridge has not
+        # met; an unmatched *plain MSA* word («الدولار», «المستعملة») may be a subject
+        # the chunk does not hold, so with one a higher bar applies (between the two).
         dialect = found is not None and found.dialect
         grounding = self._dialect_grounding if dialect else self._grounding_threshold
+        if dialect and found is not None and found.plain_missing:
+            grounding = self._dialect_plain_grounding
         coverage = self._dialect_answer if dialect else self._answer_threshold
         if (
             found is not None

@@ -1,0 +1,236 @@
+"""Question typing: what a support question asks for, and whether a sentence carries it.
+
+«كم/شكد/قديش» asks a quantity, «متى/امتى» a time or day, «وين/فين» a place or
+page, «هل/واش» (or a wh-less «يشمله الضمان؟») a yes or no, «كيف/شلون» a
+procedure.  Split from :mod:`majlis.models.answers` (which chooses among
+sentences) so the typing vocabulary can grow without the selection growing.
+
+    >>> question_type("قديش بياخد التوصيل؟").value, answers_type("التوصيل خلال يومين.",
+    ...     QuestionType.QUANTITY)
+    ('quantity', True)
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+__all__ = [
+    "MARKS",
+    "PROCLITIC",
+    "QuestionType",
+    "answers_type",
+    "fold_words",
+    "looks_dialect",
+    "question_type",
+    "type_strength",
+]
+
+
+class QuestionType(StrEnum):
+    QUANTITY = "quantity"
+    TIME = "time"
+    PLACE = "place"
+    YES_NO = "yes_no"
+    PROCEDURE = "procedure"
+    OTHER = "other"
+
+
+# Question words per type, folded the way fallback_search_keys folds (ة→ه, ى→ي,
+# أإآ→ا), Arabic and Arabizi.  The first question word in the text decides.
+_TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
+    QuestionType.QUANTITY: frozenset(
+        "كم بكم كام بكام شكد بشكد قديش بقديش قداش شحال بشحال چم جم"
+        " kam kaam bkam adesh 2adesh addesh shkad ch7al sh7al cham".split()
+    ),
+    QuestionType.TIME: frozenset(
+        "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت ايمته"
+        " emta imta emtaa meta mata waqtash fo9ash".split()
+    ),
+    QuestionType.PLACE: frozenset(
+        "اين وين فين منين وينه فينه وينكم فينكم"
+        " wen wein ween fen fein fin feen".split()
+    ),
+    QuestionType.YES_NO: frozenset("هل واش wach wash hal".split()),
+    QuestionType.PROCEDURE: frozenset(
+        "كيف شلون اشلون ازاي كيفاش كيفيه طريقه"
+        " kif kaif keef shlon ezay izay ezzay kifash kifach".split()
+    ),
+}
+# Words that make a wh-less question a yes/no one: «يشمله الضمان؟», «اكو فرع؟».
+_YES_NO_CUES = frozenset(
+    "فيه يوجد اكو كاين ممكن ينفع يصير يصلح يمكن اقدر نقدر اگدر يشمل يشمله"
+    " تقبلون تقبلوا مسموح تدفع ادفع".split()
+)
+
+# Evidence that a sentence answers a type (folded, whole words or affixes).
+_DIGIT = re.compile(r"[0-9\u0660-\u0669\u06f0-\u06f9]")
+_NUMBER_WORDS = frozenset(
+    "واحد واحده اثنين اثنان اثنتين يومين يومان ساعتين ثلاث ثلاثه اربع اربعه خمس خمسه"
+    " ست سته سبع سبعه ثماني ثمانيه تسع تسعه عشر عشره عشرين ثلاثين اربعين خمسين ستين"
+    " مئه مائه مئتين الف الفين نصف ربع ثلث ضعف بالمئه بالمائه مجانا مجاني مجانيه"
+    " سنتين سنتان شهرين اسبوعين ساعتين دقيقتين"
+    " ريال ريالا درهم درهما دينار دينارا جنيه جنيها ليره دولار يورو".split()
+)
+_TIME_WORDS = frozenset(
+    "يوم ايام يومين ساعه ساعات اسبوع اسابيع اسبوعين شهر اشهر شهرين سنه سنوات عام اعوام"
+    " دقيقه دقائق صباحا صباح مساء مساءا ظهرا عصرا ليلا فجرا الاحد الاثنين الثلاثاء"
+    " الاربعاء الخميس الجمعه السبت احد اثنين ثلاثاء اربعاء خميس جمعه سبت خلال بعد قبل"
+    " يناير فبراير مارس ابريل مايو يونيو يوليو اغسطس سبتمبر اكتوبر نوفمبر ديسمبر"
+    " القرن قرن عطله عطلات".split()
+)
+_PLACE_WORDS = frozenset(
+    "في شارع حي مدينه منطقه فرع فروع مركز طريق صفحه قسم اعدادات تطبيق موقع الموقع موقعنا"
+    " عنوان بجوار مقابل قرب داخل خارج مول مجمع طابق قائمه رابط بوابه"
+    " الرياض جده دبي القاهره بيروت عمان بغداد الدار البيضاء الرباط تونس الجزائر".split()
+)
+_POLARITY_WORDS = frozenset(
+    "لا ليس ليست لن لم غير يشمل تشمل يمكن يمكنك ممكن متاح متاحه يحق يجوز نعم مسموح"
+    " ممنوع يقبل نقبل تقبل يتوفر تتوفر يوجد توجد مشمول مشموله".split()
+)
+_PROCEDURE_WORDS = frozenset(
+    "افتح اختر اضغط ادخل اكتب ارسل اتصل تواصل قم اتبع ثم عبر خلال بواسطه طريق يمكنك"
+    " يرجي يجب زر تطبيق الاعدادات رابط املا احضر قدم توجه سجل".split()
+)
+# Evidence words that go with many sentences that do not answer: «خلال/قبل/بعد» for a
+# time, «في» for a place, «ثم/عبر» for a procedure.  They count half (type_strength),
+# so «يصل الطلب خلال 3 أيام» beats «غيّر العنوان قبل الشحن» for «امتى يوصل؟».
+_WEAK_EVIDENCE: dict[QuestionType, frozenset[str]] = {
+    QuestionType.TIME: frozenset("خلال بعد قبل".split()),
+    QuestionType.PLACE: frozenset("في داخل خارج تطبيق".split()),
+    QuestionType.PROCEDURE: frozenset(
+        "ثم عبر خلال بواسطه طريق يمكنك يرجي يجب تطبيق تواصل".split()),
+    QuestionType.YES_NO: frozenset("يمكن يمكنك ممكن".split()),
+}
+_TYPE_EVIDENCE: dict[QuestionType, frozenset[str]] = {
+    QuestionType.QUANTITY: _NUMBER_WORDS,
+    QuestionType.TIME: _TIME_WORDS,
+    QuestionType.PLACE: _PLACE_WORDS,
+    QuestionType.YES_NO: _POLARITY_WORDS,
+    QuestionType.PROCEDURE: _PROCEDURE_WORDS,
+}
+# Digits answer «كم»; for «متى» a number must come with a time word (أيام، الساعة),
+# else «رسوم التوصيل 25 ريالا» would answer «امتى يوصل الطلب؟».
+_NUMERIC_TYPES = frozenset({QuestionType.QUANTITY})
+
+# Borrowed letters first: Iraqi/Gulf گ (U+06AF, from ق) and چ (U+0686, «چم» = كم),
+# Maghrebi ڤ (U+06A4) and پ (U+067E), so «اگدر» is one word (nlp.bridge does the same).
+_FOLD = str.maketrans({"گ": "ق", "چ": "ك", "ڤ": "ف", "پ": "ب", "ة": "ه", "ى": "ي", "أ": "ا",
+                       "إ": "ا", "آ": "ا", "ٱ": "ا", "ؤ": "و", "ئ": "ي"})
+MARKS = re.compile("[\u064b-\u0652\u0670\u0640]")
+_WORD = re.compile("[\u0621-\u064a]+|[a-z0-9']+")
+PROCLITIC = re.compile("^(?:وال|فال|بال|كال|لل|ال|و|ف|ب)(?=[\u0621-\u064a]{3})")
+
+
+def fold_words(text: str) -> list[str]:
+    return _WORD.findall(MARKS.sub("", text.lower()).translate(_FOLD))
+
+
+# «ما مدة الضمان؟», «شو مواعيد الدوام؟»: a what-question about a measure noun asks
+# for a quantity or a time, as «كم» or «متى» would (folded, proclitics stripped).
+_MEASURE_NOUNS: dict[str, QuestionType] = {
+    **dict.fromkeys("مده مدته صلاحيه سعر اسعار رسوم تكلفه كلفه عدد قيمه نسبه مبلغ حد"
+                    .split(), QuestionType.QUANTITY),
+    **dict.fromkeys("مواعيد موعد اوقات توقيت".split(), QuestionType.TIME),
+}
+_WHAT = frozenset("ما ماذا ماهي ماهو شو وش ايش شنو شنهو ايه اشنو شنيه what".split())
+# «لأي ساعة», «أي يوم»: which hour/day asks a time.
+_WHICH = frozenset({"اي", "لاي", "باي"})
+_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ".split())
+# Egyptian «قد ايه» (how much / how long), Arabic and Arabizi.
+_HOW_MUCH = frozenset({("قد", "ايه"), ("قد", "اي"), ("ad", "eh"), ("2ad", "eh"), ("ad", "eih")})
+
+
+def question_type(text: str) -> QuestionType:
+    """What the question asks for.
+
+    >>> [question_type(q).value for q in ("شكد سعر التوصيل؟", "امتى تفتحون؟",
+    ...     "وين أقرب فرع؟", "يشمله الضمان؟", "شلون أغير الباسورد؟", "abi a3raf")]
+    ['quantity', 'time', 'place', 'yes_no', 'procedure', 'other']
+    """
+    words = fold_words(text)
+    for word in words:
+        # «لشحال», «لامتى», «لوين»: a question word after the preposition ل.
+        # Three letters at least after it: «لكم» is «for you», not «كم».
+        forms = (word, PROCLITIC.sub("", word),
+                 word[1:] if word[:1] == "ل" and len(word) > 3 else word)
+        for qtype, vocab in _TYPE_WORDS.items():
+            if any(f in vocab for f in forms):
+                return qtype
+    bare = [PROCLITIC.sub("", w) for w in words]
+    for prev, word in zip(["", *bare], bare, strict=False):
+        if prev in _WHICH and word in _WHICH_TIME:
+            return QuestionType.TIME
+        if (prev, word) in _HOW_MUCH:
+            return QuestionType.QUANTITY
+    if any(w in _WHAT for w in words[:2]):
+        for word in bare[1:4]:
+            if word in _MEASURE_NOUNS:
+                return _MEASURE_NOUNS[word]
+    if "؟" in text or "?" in text:
+        if any(w in _YES_NO_CUES for w in words[:4]):
+            return QuestionType.YES_NO
+    return QuestionType.OTHER
+
+
+def type_strength(sentence: str, qtype: QuestionType) -> float:
+    """How surely ``sentence`` carries what a ``qtype`` question asks for: 1 for
+    strong evidence (a number, a duration, a weekday, an imperative step), 0.5 when
+    only a weak word stands (:data:`_WEAK_EVIDENCE`), 0 for none.
+
+    >>> [type_strength(s, QuestionType.TIME) for s in ("يصل الطلب خلال 3 أيام.",
+    ...     "غيّر العنوان قبل الشحن.", "نوفر التوصيل.")]
+    [1.0, 0.5, 0.0]
+    """
+    if qtype is QuestionType.OTHER:
+        return 0.0
+    if qtype in _NUMERIC_TYPES and _DIGIT.search(sentence):
+        return 1.0
+    vocab = _TYPE_EVIDENCE[qtype]
+    weak = _WEAK_EVIDENCE.get(qtype, frozenset())
+    best = 0.0
+    for w in fold_words(sentence):
+        bare = PROCLITIC.sub("", w)
+        if w in vocab or bare in vocab:
+            if w not in weak and bare not in weak:
+                return 1.0
+            best = 0.5
+    return best
+
+
+def answers_type(sentence: str, qtype: QuestionType) -> bool:
+    """Does ``sentence`` carry what a ``qtype`` question asks for?
+
+    >>> answers_type("رسوم التوصيل 15 ريالا.", QuestionType.QUANTITY)
+    True
+    >>> answers_type("لا يشمل الضمان الكسر.", QuestionType.YES_NO)
+    True
+    """
+    if qtype is QuestionType.OTHER:
+        return False
+    if qtype in _NUMERIC_TYPES and _DIGIT.search(sentence):
+        return True
+    vocab = _TYPE_EVIDENCE[qtype]
+    return any(w in vocab or PROCLITIC.sub("", w) in vocab for w in fold_words(sentence))
+
+
+# Words only dialect speech uses (the bridge knows many more; these stand when
+# no bridge is injected), and the Egyptian/Levantine بـ imperfect (بيفتح، بتوصلوا).
+_DIALECT_MARKERS = frozenset(
+    "شو وش ايش شنو شنهو ليش ليه علاش وين فين امتي امتا ايمتي وقتاش فوقاش قديش قداش شحال"
+    " شكد بكام كام شلون اشلون ازاي كيفاش عايز عاوز بدي ابي ابغي ابغا بغيت مش مو موب مب"
+    " اكو ماكو مافي مفيش كاين دلوقتي هلق هسه دابا الحين عشان علشان باش ديال تبع مالتي"
+    " مالتكم عدكم ليا شوي شويه".split()
+)
+_B_IMPERFECT = re.compile("^ب[يتن][\u0621-\u064a]{3}(?:و|وا)?$")
+
+
+def looks_dialect(question: str) -> bool:
+    """Does the question carry dialect words?  (The fallback when the service
+    injects no ``dialect_cue``: a few markers, no lexicon.)
+
+    >>> looks_dialect("هو الفرع بيفتح يوم الجمعة؟"), looks_dialect("متى يفتح الفرع؟")
+    (True, False)
+    """
+    words = fold_words(question)
+    return any(w in _DIALECT_MARKERS or _B_IMPERFECT.match(w) for w in words)
