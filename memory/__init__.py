@@ -1,10 +1,12 @@
 """Full-text memory: user facts and a tenant knowledge base, searched in Arabic.
 
-Index and query both go through one key function (``nlp.search_keys`` by
-default), so ``والكتاب`` in a document and ``كتاب`` in a question meet on the
-same key while the original text is kept for display.
+Index and query both go through one key function, injected by the caller
+(``nlp.key_function``: stems plus whole words by default), so ``والكتاب``
+in a document and ``كتاب`` in a question meet on the same key while the
+original text is kept for display.
 
->>> store = await open_store(None, sqlite_path=Path("data/memory.sqlite3"))  # doctest: +SKIP
+>>> store = await open_store(None, sqlite_path=Path("data/memory.sqlite3"),
+...                          keys=nlp.key_function())  # doctest: +SKIP
 >>> fact = NewRecord(tenant="t", kind=Kind.FACT, user_id="u", text="اسمي محمد")
 >>> await store.put([fact])  # doctest: +SKIP
 >>> (await store.search("t", "وش اسمي؟", user_id="u"))[0].snippet  # doctest: +SKIP

@@ -12,7 +12,7 @@ injects ``nlp.dialect_to_msa``): «خربان» counts as found in a sentence sa
 «معطل».  Headings, file names, slugs and bracketed sources never reach the
 reply: :func:`display_text` strips them from whatever is served.
 
-    >>> from majlis.models.keys import fallback_search_keys as keys, stop_keys_for
+    >>> from nlp import search_keys as keys, stop_keys_for
     >>> from majlis.models.types import Recalled
     >>> doc = Recalled("warranty.md#0", "document", "warranty › الضمان",
     ...     "# الضمان\\nمدة الضمان سنتان. لا يشمل الضمان الكسر أو سوء الاستخدام.", "", 1.0)
@@ -31,8 +31,8 @@ from enum import StrEnum
 
 from majlis.models.extract import split_sentences
 from majlis.models.injection import addresses_assistant
-from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys
 from majlis.models.types import Recalled
+from nlp.keys import KeyFunction, content_keys, search_keys
 
 __all__ = [
     "Answer",
@@ -58,7 +58,7 @@ class QuestionType(StrEnum):
     OTHER = "other"
 
 
-# Question words per type, folded the way fallback_search_keys folds (ة→ه, ى→ي,
+# Question words per type, folded the way nlp.fold folds (ة→ه, ى→ي,
 # أإآ→ا), Arabic and Arabizi.  The first question word in the text decides.
 _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
     QuestionType.QUANTITY: frozenset(
@@ -399,7 +399,7 @@ def select_answer(
     question: str,
     recalled: Sequence[Recalled],
     *,
-    keys: KeyFunction = fallback_search_keys,
+    keys: KeyFunction = search_keys,
     stop: frozenset[str] = frozenset(),
     expand: Expander | None = None,
     dialect_cue: Callable[[str], bool] | None = None,
