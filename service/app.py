@@ -27,8 +27,8 @@ from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompat
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
 from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
-from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
+from majlis.tools.per_turn import TurnTools
 from memory import MemoryStore, RuleFactExtractor, open_store
 from nlp import KeyFunction
 from service.auth import ApiKeyAuth
