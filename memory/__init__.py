@@ -18,7 +18,7 @@ from memory.factory import open_store
 from memory.facts import ExtractedFact, FactExtractor, RuleFactExtractor
 from memory.kb import IngestReport, ingest_files
 from memory.postgres_store import PostgresMemoryStore
-from memory.recall import Recall, recall, remember
+from memory.recall import RecallResult, recall, remember
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.sqlite_store import SqliteMemoryStore
 from memory.store import MemoryStore
@@ -35,7 +35,7 @@ __all__ = [
     "MemoryStore",
     "NewRecord",
     "PostgresMemoryStore",
-    "Recall",
+    "RecallResult",
     "RuleFactExtractor",
     "SearchHit",
     "SqliteMemoryStore",
