@@ -47,8 +47,10 @@ proto-check: $(STAMP)
 	  cmp -s $$tmp/diwaniya/v1/$$f diwaniya/v1/$$f || { echo "diwaniya/v1/$$f is stale: run 'make proto'"; exit 1; }; \
 	done; rm -rf $$tmp
 
+## lint: ruff, then the layering contracts ([tool.importlinter] in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy diwaniya/errors.py service majlis nlp memory

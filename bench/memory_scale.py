@@ -54,8 +54,8 @@ from functools import lru_cache  # noqa: E402
 
 import asyncpg  # noqa: E402
 
+import nlp  # noqa: E402
 from memory import Kind, NewRecord, PostgresMemoryStore  # noqa: E402
-from memory.keys import default_keys  # noqa: E402
 from memory.terms import KeyFunction  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,7 +146,7 @@ async def main() -> dict:
     sentences = load_sentences()
     rng.shuffle(sentences)
     held_out, pool = sentences[:2000], sentences[2000:]
-    keys = default_keys()
+    keys = nlp.key_function("builtin")
     t0 = time.perf_counter()
     sample = pool[:3000]
     for s in sample:

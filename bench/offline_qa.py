@@ -1,6 +1,6 @@
 """Offline responder on ARCD: does it answer with the right sentence, and abstain honestly?
 
-``nice -n 10 .venv/bin/python bench/offline_qa.py [--data DIR] [--limit N] [--keys nlp|fallback]``
+``nice -n 10 .venv/bin/python bench/offline_qa.py [--data DIR] [--limit N]``
 reads ../shared/data/qa_arcd.{corpus,queries}.jsonl (read-only). Prints a table,
 writes bench/results/offline_qa.json; the last line is one JSON object.
 
@@ -42,10 +42,8 @@ from majlis.models import (  # noqa: E402
     Recalled,
     ResponderContext,
     TextChunk,
-    fallback_search_keys,
 )
 from memory import Kind, NewRecord, SqliteMemoryStore  # noqa: E402
-from memory.keys import default_keys  # noqa: E402
 
 ROOT = _HERE.parent
 TENANT_ALL, TENANT_HALF = "arcd-all", "arcd-half"
@@ -116,16 +114,15 @@ def _outcome(text: str, cites: list[Citation], phrases: PhraseBook) -> str:
     return "clarify"
 
 
-async def run(data: Path, limit: int | None, keys_name: str) -> dict[str, Any]:
+async def run(data: Path, limit: int | None) -> dict[str, Any]:
     corpus, queries = _load(data)
     queries = queries[:limit] if limit else queries
-    keys = nlp.search_keys if keys_name == "nlp" else fallback_search_keys
-    responder = OfflineResponder(keys=keys)
+    responder = OfflineResponder(keys=nlp.search_keys)
     phrases = PhraseBook.load()
     articles = sorted({_article(p["_id"]) for p in corpus})
     half = set(articles[::2])  # every other article: both halves span the whole corpus
     with tempfile.TemporaryDirectory() as tmp:
-        store = SqliteMemoryStore(Path(tmp) / "kb.sqlite3", keys=default_keys())
+        store = SqliteMemoryStore(Path(tmp) / "kb.sqlite3", keys=nlp.key_function("builtin"))
         await store.setup()
         await _ingest(store, TENANT_ALL, corpus)
         await _ingest(store, TENANT_HALF, [p for p in corpus if _article(p["_id"]) in half])
@@ -159,7 +156,7 @@ async def run(data: Path, limit: int | None, keys_name: str) -> dict[str, Any]:
     m = len(held_out)
     return {
         "bench": "offline_qa",
-        "keys": keys_name,
+        "keys": "nlp",
         "questions": n,
         "retrieval_at_5": round(counts["retrieved@5"] / n, 4),
         "answered_rate": round(counts["answered"] / n, 4),
@@ -180,18 +177,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--keys", choices=("nlp", "fallback"), default="nlp")
     args = parser.parse_args()
-    result = asyncio.run(run(args.data, args.limit, args.keys))
+    result = asyncio.run(run(args.data, args.limit))
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value}")
-    out = (
-        ROOT
-        / "bench"
-        / "results"
-        / f"offline_qa{'' if args.keys == 'nlp' else '_' + args.keys}.json"
-    )
+    out = ROOT / "bench" / "results" / "offline_qa.json"
     out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, ensure_ascii=False))
 

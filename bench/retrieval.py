@@ -58,7 +58,7 @@ from memory import (  # noqa: E402
     SqliteMemoryStore,
     kb,
 )
-from memory.keys import default_expander, default_keys  # noqa: E402
+from nlp import dialect_to_msa, key_function  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -222,10 +222,10 @@ async def main(argv: Sequence[str] | None = None) -> dict:
     if args.misspell is not None:
         rng = random.Random(args.misspell)
         queries = [{**q, "text": misspell(q["text"], rng)} for q in queries]
-    keys = default_keys()
+    keys = key_function("builtin")
     # As in the service: queries expanded by the dialect → MSA bridge (MSA
     # questions are left alone by it, and must not lose recall).
-    bridge = default_expander()
+    bridge = dialect_to_msa
     results: dict[str, dict[str, float]] = {}
     timings: dict[str, float] = {}
 

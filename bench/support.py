@@ -54,6 +54,7 @@ from dataclasses import dataclass  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from typing import Any  # noqa: E402
 
+import nlp  # noqa: E402
 from majlis.culture import FixedClock  # noqa: E402
 from memory import Kind, kb, open_store  # noqa: E402
 from service import DiwaniyaClient, Settings, build_app  # noqa: E402
@@ -130,7 +131,8 @@ async def _turn(client: DiwaniyaClient, text: str, *, user: str, thread: str = "
 
 async def _recall_at_1(docs: list[Path], questions: list[Question], tmp: Path,
                        bridge: bool) -> float:
-    store = await open_store(None, sqlite_path=tmp / f"recall-{bridge}.sqlite3", bridge=bridge)
+    store = await open_store(None, sqlite_path=tmp / f"recall-{bridge}.sqlite3",
+                             keys=nlp.key_function("builtin"), bridge=bridge)
     try:
         await kb.ingest_files(store, TENANT, docs)
         right = 0

@@ -81,12 +81,13 @@ def check_user_id(user_id: str) -> str:
 
 
 def clean_text(text: str, limits: Limits) -> str:
-    """The user's text as it will be stored and shown, or :class:`InvalidRequest`.
+    r"""The user's text as it will be stored and shown, or :class:`InvalidRequest`.
 
     Display spoofing is removed (``nlp.clean``) and personal data is masked
     (``nlp.pii``) HERE, before the text reaches the thread, its checkpoints,
     memories, events, logs or the model: nothing downstream ever holds the raw
-    card number, IBAN, national ID, phone or e-mail.
+    card number, IBAN, national ID, phone or e-mail.  An unbalanced bidi
+    override (U+202E RLO … U+202C PDF) is removed, not rejected:
 
     >>> clean_text("\u202eهلا\u202c والله", Limits())
     'هلا والله'

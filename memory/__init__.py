@@ -1,10 +1,12 @@
 """Full-text memory: user facts and a tenant knowledge base, searched in Arabic.
 
-Index and query both go through one key function (``nlp.search_keys`` by
-default), so ``والكتاب`` in a document and ``كتاب`` in a question meet on the
-same key while the original text is kept for display.
+Index and query both go through one key function, injected by the caller
+(``nlp.key_function``: stems plus whole words by default), so ``والكتاب``
+in a document and ``كتاب`` in a question meet on the same key while the
+original text is kept for display.
 
->>> store = await open_store(None, sqlite_path=Path("data/memory.sqlite3"))  # doctest: +SKIP
+>>> store = await open_store(None, sqlite_path=Path("data/memory.sqlite3"),
+...                          keys=nlp.key_function())  # doctest: +SKIP
 >>> fact = NewRecord(tenant="t", kind=Kind.FACT, user_id="u", text="اسمي محمد")
 >>> await store.put([fact])  # doctest: +SKIP
 >>> (await store.search("t", "وش اسمي؟", user_id="u"))[0].snippet  # doctest: +SKIP
@@ -16,7 +18,7 @@ from memory.factory import open_store
 from memory.facts import ExtractedFact, FactExtractor, RuleFactExtractor
 from memory.kb import IngestReport, ingest_files
 from memory.postgres_store import PostgresMemoryStore
-from memory.recall import Recall, recall, remember
+from memory.recall import RecallResult, recall, remember
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.sqlite_store import SqliteMemoryStore
 from memory.store import MemoryStore
@@ -33,7 +35,7 @@ __all__ = [
     "MemoryStore",
     "NewRecord",
     "PostgresMemoryStore",
-    "Recall",
+    "RecallResult",
     "RuleFactExtractor",
     "SearchHit",
     "SqliteMemoryStore",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.expansion import Expander
-from memory.keys import default_expander, default_keys
 from memory.postgres_store import PostgresMemoryStore
 from memory.sqlite_store import SqliteMemoryStore
 from memory.store import MemoryStore
-from memory.terms import KeyFunction
+from nlp.bridge import dialect_to_msa
+from nlp.keys import KeyFunction
 
 __all__ = ["open_store"]
 
@@ -18,7 +18,7 @@ async def open_store(
     database_url: str | None,
     *,
     sqlite_path: Path,
-    keys: KeyFunction | None = None,
+    keys: KeyFunction,
     expand: Expander | None = None,
     bridge: bool = True,
     pool_max: int = 10,
@@ -29,23 +29,24 @@ async def open_store(
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
-    Queries are expanded by ``expand``, else (``bridge=True``) by the dialect →
-    MSA bridge (``nlp.dialect_to_msa``); ``bridge=False`` searches the
-    customer's words alone.  The caller reads configuration; this function
+    ``keys`` indexes and queries; the composition root chooses it
+    (``nlp.key_function``), so the server and ``diwaniya kb`` agree.  Queries
+    are expanded by ``expand``, else (``bridge=True``) by the dialect → MSA
+    bridge (``nlp.dialect_to_msa``); ``bridge=False`` searches the customer's
+    words alone.  The caller reads configuration; this function
     only receives it (pool size, timeouts and ``application_name`` apply to
     PostgreSQL only; ``pool_max`` is the memory share of the replica's
     connection budget, majlis.pg_budget).
     """
-    key_fn = keys or default_keys()
-    expander = expand or (default_expander() if bridge else None)
+    expander = expand or (dialect_to_msa if bridge else None)
     store: MemoryStore
     if database_url:
         store = await PostgresMemoryStore.connect(
-            _asyncpg_dsn(database_url), keys=key_fn, expand=expander, max_size=pool_max,
+            _asyncpg_dsn(database_url), keys=keys, expand=expander, max_size=pool_max,
             connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,
             acquire_timeout_s=acquire_timeout_s, application_name=application_name)
     else:
-        store = SqliteMemoryStore(sqlite_path, keys=key_fn, expand=expander)
+        store = SqliteMemoryStore(sqlite_path, keys=keys, expand=expander)
     await store.setup()
     return store
 

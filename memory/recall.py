@@ -15,11 +15,13 @@ from memory.facts import FactExtractor
 from memory.records import Kind, MemoryRecord, SearchHit
 from memory.store import MemoryStore
 
-__all__ = ["Recall", "recall", "remember"]
+__all__ = ["RecallResult", "recall", "remember"]
 
 
 @dataclass(frozen=True, slots=True)
-class Recall:
+class RecallResult:
+    """What :func:`recall` found (named apart from the graph's node ``majlis.nodes.Recall``)."""
+
     user_facts: list[MemoryRecord]  # the user's facts and preferences, newest first
     documents: list[SearchHit]  # knowledge-base chunks relevant to the message, best first
 
@@ -32,7 +34,7 @@ async def recall(
     *,
     k_documents: int = 3,
     max_facts: int = 20,
-) -> Recall:
+) -> RecallResult:
     """Facts about the user plus the ``k_documents`` best KB chunks for ``message``.
 
     >>> r = await recall(store, "t", "u1", "كم مدة الاسترجاع؟")  # doctest: +SKIP
@@ -46,7 +48,7 @@ async def recall(
         else []
     )
     documents = await store.search(tenant, message, kinds={Kind.DOCUMENT}, k=k_documents)
-    return Recall(user_facts=facts, documents=documents)
+    return RecallResult(user_facts=facts, documents=documents)
 
 
 async def remember(

@@ -10,7 +10,9 @@ same reduction is applied when indexing so both sides still agree.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+
+from nlp.keys import KeyFunction
 
 __all__ = [
     "MAX_K",
@@ -22,8 +24,6 @@ __all__ = [
     "search_terms",
     "whitespace_keys",
 ]
-
-KeyFunction = Callable[[str], list[str]]
 
 # Longest query we look at: a pasted 10,000-character message must not turn
 # into a 2,000-term OR query.  The first distinct terms are the user's own

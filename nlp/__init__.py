@@ -6,6 +6,7 @@
 """
 
 from nlp.arabizi import arabizi_to_arabic
+from nlp.backends import KeyBackend, key_function
 from nlp.bridge import dialect_to_msa, has_dialect_words
 from nlp.camel import camel_lemma_keys, require_camel_morphology
 from nlp.clitics import segment
@@ -17,7 +18,15 @@ from nlp.dialect import (
     pool_dialects,
 )
 from nlp.dialect_thread import Evidence, ThreadDialect, message_evidence, shared_words
-from nlp.keys import search_keys, words
+from nlp.errors import NlpError, ResourceUnavailable
+from nlp.keys import (
+    KeyFunction,
+    content_keys,
+    search_keys,
+    stem_and_surface_keys,
+    stop_keys_for,
+    words,
+)
 from nlp.normalize import clean, fold
 from nlp.script import Script, detect_script
 from nlp.tokens import Token, TokenKind, tokenize
@@ -27,6 +36,10 @@ __all__ = [
     "DialectIdentifier",
     "DialectResult",
     "Evidence",
+    "KeyBackend",
+    "KeyFunction",
+    "NlpError",
+    "ResourceUnavailable",
     "Script",
     "ThreadDialect",
     "Token",
@@ -34,10 +47,12 @@ __all__ = [
     "arabizi_to_arabic",
     "camel_lemma_keys",
     "clean",
+    "content_keys",
     "detect_script",
     "dialect_to_msa",
     "fold",
     "has_dialect_words",
+    "key_function",
     "load_dialect_identifier",
     "message_evidence",
     "pool_dialects",
@@ -45,6 +60,8 @@ __all__ = [
     "search_keys",
     "segment",
     "shared_words",
+    "stem_and_surface_keys",
+    "stop_keys_for",
     "tokenize",
     "words",
 ]

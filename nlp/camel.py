@@ -15,13 +15,12 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diwaniya.errors import ConfigurationError
-from nlp.keys import _hashtag_parts, search_keys
+from nlp.errors import ResourceUnavailable
+from nlp.keys import KeyFunction, _hashtag_parts, search_keys
 from nlp.lexicon import STOPWORDS
 from nlp.normalize import clean, fold
 from nlp.tokens import TokenKind, typed_texts
@@ -43,9 +42,6 @@ _CACHE_WORDS = 100_000
 # would take camel's "foreign" path, whose defaults a database may not define.
 _ARABIC_WORD = re.compile("[\u0621-\u064a]+")
 
-KeyFunction = Callable[[str], list[str]]  # the shape memory.terms.KeyFunction expects
-
-
 def _install_hint(folder: Path) -> str:
     return (f"install it with `CAMELTOOLS_DATA={folder} camel_data -i {_DEFAULT_PACKAGE}` "
             f"(camel-tools' own downloader, run once by the operator)")
@@ -55,19 +51,19 @@ def _builtin_db_file(folder: Path, catalogue: dict[str, Any], name: str) -> Path
     """Where camel-tools' ``MorphologyDB.builtin_db(name)`` would read its file.
 
     Resolved from catalogue.json ourselves so that a missing database is a
-    ConfigurationError with instructions, not a camel-tools KeyError.
+    ResourceUnavailable with instructions, not a camel-tools KeyError.
     """
     datasets = catalogue.get("components", {}).get("MorphologyDB", {}).get("datasets", {})
     if name not in datasets:
         known = ", ".join(sorted(datasets)) or "none"
-        raise ConfigurationError(
+        raise ResourceUnavailable(
             f"camel_db {name!r} is not a camel-tools morphology database in {folder} "
             f"(known: {known}); give a builtin name or the path of a .db file")
     return folder / "data" / datasets[name]["path"] / "morphology.db"
 
 
 def require_camel_morphology(db: str = DEFAULT_DB, data_dir: Path | None = None) -> MorphologyDB:
-    """Load camel-tools' morphology database or raise ConfigurationError.
+    """Load camel-tools' morphology database or raise ResourceUnavailable.
 
     ``db`` is a builtin database name (``calima-msa-r13``) or the path of a
     morphology ``.db`` file in camel-tools' text format.  ``data_dir`` is the
@@ -85,21 +81,21 @@ def require_camel_morphology(db: str = DEFAULT_DB, data_dir: Path | None = None)
     folder = data_dir if data_dir is not None else Path.home() / ".camel_tools"
     catalogue_file = folder / "catalogue.json"
     if not catalogue_file.is_file():
-        raise ConfigurationError(
+        raise ResourceUnavailable(
             f"camel-tools data is not installed in {folder} (no catalogue.json); "
             + _install_hint(folder))
     try:
         catalogue = json.loads(catalogue_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"cannot read camel-tools {catalogue_file}: {exc}") from exc
+        raise ResourceUnavailable(f"cannot read camel-tools {catalogue_file}: {exc}") from exc
     if db.endswith(".db") or os.sep in db or "/" in db:
         db_file = Path(db)
         if not db_file.is_file():
-            raise ConfigurationError(f"camel_db {db!r}: no such morphology database file")
+            raise ResourceUnavailable(f"camel_db {db!r}: no such morphology database file")
     else:
         db_file = _builtin_db_file(folder, catalogue, db)
         if not db_file.is_file():
-            raise ConfigurationError(
+            raise ResourceUnavailable(
                 f"camel-tools morphology database {db!r} is not installed ({db_file} is "
                 f"missing); " + _install_hint(folder))
     if "camel_tools.data" not in sys.modules:
@@ -108,15 +104,15 @@ def require_camel_morphology(db: str = DEFAULT_DB, data_dir: Path | None = None)
     try:
         from camel_tools.morphology.database import MorphologyDB
     except ImportError as exc:
-        raise ConfigurationError(
+        raise ResourceUnavailable(
             "camel-tools is not installed; install the extra: pip install 'diwaniya[camel]'"
         ) from exc
     except OSError as exc:  # camel-tools creates ~/.camel_tools on import (read-only home)
-        raise ConfigurationError(f"camel-tools cannot start: {exc}") from exc
+        raise ResourceUnavailable(f"camel-tools cannot start: {exc}") from exc
     try:
         return MorphologyDB(str(db_file), "a")
     except Exception as exc:  # camel-tools' DatabaseParseError, KeyError on bad files
-        raise ConfigurationError(
+        raise ResourceUnavailable(
             f"cannot load camel-tools morphology database {db_file}: {exc!r}") from exc
 
 
@@ -150,7 +146,7 @@ def camel_lemma_keys(db: MorphologyDB) -> KeyFunction:
 
         analyzer = Analyzer(db)
     except Exception as exc:  # AnalyzerError: not a MorphologyDB, or opened without 'a'
-        raise ConfigurationError(f"camel-tools cannot analyse with {db!r}: {exc}") from exc
+        raise ResourceUnavailable(f"camel-tools cannot analyse with {db!r}: {exc}") from exc
 
     def best_lemma(word: str) -> str | None:
         best: tuple[float, str] | None = None

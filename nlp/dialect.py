@@ -24,8 +24,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from diwaniya.errors import ConfigurationError, InvalidRequest
 from nlp.arabizi import _word_to_arabic, looks_arabizi
+from nlp.errors import ResourceUnavailable
 from nlp.normalize import clean, fold
 from nlp.tokens import TokenKind, typed_texts
 
@@ -233,12 +233,13 @@ class LinearDialectModel:
     ) -> None:
         k = len(REGIONS)
         if weights.ndim != 2 or weights.shape[1] != k or bias.shape != (k,):
-            raise ConfigurationError(f"dialect weights have shape {weights.shape}, expected (B, 6)")
+            raise ResourceUnavailable(
+                f"dialect weights have shape {weights.shape}, expected (B, 6)")
         buckets = weights.shape[0]
         if buckets & (buckets - 1):
-            raise ConfigurationError("dialect bucket count must be a power of two")
+            raise ResourceUnavailable("dialect bucket count must be a power of two")
         if nb_weights is not None and nb_weights.shape != weights.shape:
-            raise ConfigurationError("naive Bayes weights must have the same shape as the LR ones")
+            raise ResourceUnavailable("naive Bayes weights must have the same shape as the LR ones")
         # One (B, 6 or 12) matrix: a single gather per message serves both models.
         stacked = weights if nb_weights is None else np.hstack([weights, nb_weights])
         self._w = np.ascontiguousarray(stacked, dtype=np.float32)
@@ -248,7 +249,7 @@ class LinearDialectModel:
         # training rows: one word must not look as sure as a whole message.
         self._temps = [1.0] if temperature is None else [float(t) for t in temperature]
         if not self._temps or min(self._temps) <= 0:
-            raise ConfigurationError("dialect temperatures must be positive")
+            raise ResourceUnavailable("dialect temperatures must be positive")
         self._has_nb = nb_weights is not None
         self.buckets = buckets
         # Each marker word adds this to its region's logit on top of the
@@ -331,7 +332,7 @@ def read_dialect_model() -> LinearDialectModel:
     try:
         blob = resources.files("nlp.data").joinpath(_ARTEFACT).read_bytes()
     except (FileNotFoundError, ModuleNotFoundError) as exc:
-        raise ConfigurationError(f"dialect model {_ARTEFACT} missing from nlp/data") from exc
+        raise ResourceUnavailable(f"dialect model {_ARTEFACT} missing from nlp/data") from exc
     with np.load(io.BytesIO(gzip.decompress(blob))) as arrays:
         nb = arrays["nb_weights"] if "nb_weights" in arrays.files else None
         temps = arrays["temperature"] if "temperature" in arrays.files else None
@@ -362,7 +363,7 @@ def pool_dialects(
         return DialectResult(REGIONS[0], uniform, dict.fromkeys(REGIONS, uniform))
     ws = [1.0] * len(results) if weights is None else list(weights)
     if len(ws) != len(results):
-        raise InvalidRequest("pool_dialects: one weight per result is required")
+        raise ValueError("pool_dialects: one weight per result is required")
     total = [0.0] * len(REGIONS)
     for res, w in zip(results, ws, strict=True):
         # Floor at 1e-9 so one zero score cannot veto a region forever.

@@ -5,7 +5,14 @@ Kept as data in one place so reviewers can read the linguistic decisions.
 
 from __future__ import annotations
 
-__all__ = ["ENGLISH_STOPWORDS", "FINAL_ALEF_KEPT", "NEVER_SPLIT", "SHORT_WORDS", "STOPWORDS"]
+__all__ = [
+    "ENGLISH_STOPWORDS",
+    "FINAL_ALEF_KEPT",
+    "NEVER_SPLIT",
+    "REQUEST_WORDS",
+    "SHORT_WORDS",
+    "STOPWORDS",
+]
 
 # Two-letter words that may remain after a clitic is split off (و+هو، ب+ده،
 # ف+يه → في+ه is handled as في + enclitic).  Anything else needs ≥ 3 letters.
@@ -70,6 +77,22 @@ _DIALECT = """اللي اللى الي مش مو مب ماش شو ايش وش ش
 _QUESTION = """ماهي ماهو ماهيه ماهم منهو امتي كام كيفاش علاش اشنو شكون منين قديش
 قداش""".split()
 STOPWORDS: frozenset[str] = frozenset(_MSA) | frozenset(_DIALECT) | frozenset(_QUESTION)
+
+# Words that say *how* a customer asks, not *what* (ابي/ابغي "I want", ممكن
+# "could you", عندي "I have", dialect possessives تبعي/ديالي/مالتي, fillers
+# خالص/بزاف): matching a question to an answer sentence or a tool example
+# ignores them (``nlp.keys.content_keys``).  They are NOT retrieval stopwords:
+# in MSA ابي is "my father", عام "year", حق "right", and BM25 already
+# discounts frequent words, so dropping them from the index would lose
+# matches.  Disjoint from STOPWORDS; matching drops the union of both.
+REQUEST_WORDS: frozenset[str] = frozenset(
+    """اريد اسوي اصلا اعمل اقدر ازاي ابغي ابي اشلون الحين امتا اوكي باش بتاع بتاعك
+    بتاعكم بتاعي بدي برضه برضو بزاف بعدين بغيت بكام بكم بيصير تبع تبعك تبعكم تبعي
+    حد حق حقك حقكم حقي خالص دلوقتي ديال ديالك ديالكم ديالي دير زي سمحت سنه شحال
+    شنوه شوي شويه شي صار صارت طب عافاك عام عاوز عايز عدكم عندك عندكم عندنا عندي
+    غادي فضلك فوقاش قديه كمان لازم لك لكم لو لي مالتك مالتكم مالتي مالي ممكن نبغي
+    ندير نسوي نعمل هاي هكا هيدا هيدي هيكا ياخي يلي""".split()
+) - STOPWORDS
 
 # English function words, for Latin-script (non-Arabizi) words in search keys:
 # code-switched support messages ("my router is down") should be indexed by

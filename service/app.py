@@ -28,10 +28,12 @@ from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sql
 from majlis.pg_budget import PoolBudget, application_name, split_budget
 from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
-from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
-from memory import KeyFunction, MemoryStore, RuleFactExtractor, open_store
+from majlis.tools.per_turn import TurnTools
+from memory import MemoryStore, RuleFactExtractor, open_store
+from nlp import KeyFunction
 from service.auth import ApiKeyAuth, check_exposure
+from service.keys import dialect_identifier, search_key_function
 from service.server import Server, ServerOptions, ServerTls
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
@@ -206,7 +208,7 @@ async def open_persistence(settings: Settings) -> Persistence:
     return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters)
 
 
-async def open_memory(settings: Settings, keys: KeyFunction | None) -> MemoryStore:
+async def open_memory(settings: Settings, keys: KeyFunction) -> MemoryStore:
     return await open_store(
         settings.database_dsn(), sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys,
         pool_max=pool_budget(settings).memory, connect_timeout_s=settings.pg_connect_timeout_s,
@@ -214,30 +216,6 @@ async def open_memory(settings: Settings, keys: KeyFunction | None) -> MemorySto
         application_name=application_name(settings.pg_application_name),
         acquire_timeout_s=settings.pg_checkout_timeout_s,
     )
-
-
-def search_key_function(settings: Settings,
-                        environ: Mapping[str, str] | None = None) -> KeyFunction | None:
-    """The memory key function the operator chose; None: the store's built-in default.
-
-    Selecting camel-tools without its package or data fails here, at startup,
-    with what to install and which setting to change.  Loading a full
-    morphology database takes seconds: call it off the event loop.
-    """
-    if settings.search_keys == "builtin":
-        return None
-    data_dir = settings.camel_data_dir
-    env_dir = (environ or {}).get("CAMELTOOLS_DATA")
-    if data_dir is None and env_dir:
-        data_dir = Path(env_dir).expanduser()
-    try:
-        return nlp.camel_lemma_keys(nlp.require_camel_morphology(settings.camel_db, data_dir))
-    except ConfigurationError as exc:
-        raise ConfigurationError(
-            f"DIWANIYA_SEARCH_KEYS=camel cannot start: {exc.message}. Install the extra "
-            f"(pip install 'diwaniya[camel]') and its data, point DIWANIYA_CAMEL_DATA_DIR / "
-            f"DIWANIYA_CAMEL_DB at installed data, or set DIWANIYA_SEARCH_KEYS=builtin"
-        ) from exc
 
 
 async def build_app(
@@ -263,7 +241,7 @@ async def build_app(
     )
     tools = TurnTools(store, tenants)
     deps = GraphDeps(
-        identifier=nlp.load_dialect_identifier(),
+        identifier=dialect_identifier(),
         tenants=tenants,
         store=store,
         extractor=RuleFactExtractor(),

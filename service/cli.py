@@ -175,6 +175,7 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
 
 
 async def _migrate(settings: Settings) -> str:
+    import nlp
     from majlis.persistence import check_session_pooling, migrate_postgres, open_sqlite
     from memory import open_store
 
@@ -191,7 +192,9 @@ async def _migrate(settings: Settings) -> str:
     else:
         db = await open_sqlite(settings.data_dir)
     await db.close()
-    store = await open_store(dsn, sqlite_path=settings.data_dir / "memory.sqlite3")
+    # Migrating writes no index terms: the built-in keys are enough to open it.
+    store = await open_store(dsn, sqlite_path=settings.data_dir / "memory.sqlite3",
+                             keys=nlp.stem_and_surface_keys)
     await store.close()
     return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}"
 
@@ -232,8 +235,9 @@ async def _thread(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _kb(settings: Settings, args: argparse.Namespace) -> int:
+    # memory + nlp only (service.keys is light): not the graph, not grpc.
     from memory import kb, open_store
-    from service.app import search_key_function
+    from service.keys import search_key_function
 
     # The same key function as the server: documents indexed here are found there.
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)

@@ -1,6 +1,6 @@
 """Reading one message for what it *does*: greet, ask, complain, thank, leave.
 
-Cues are read from whole words only (see :mod:`majlis.culture.phrases`): the
+Cues are read from whole words only (see :mod:`majlis.culture.phrase_match`): the
 message is folded and clitic-segmented by ``nlp.words`` and Latin words are
 taken raw, then matched against the greeting table and the cue lexicon
 (``data/cues.json``). Words a greeting already used ("كيف" in "كيف حالك") do
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import nlp
 from majlis.culture.greetings import GreetingTable, load_greetings
-from majlis.culture.phrases import (
+from majlis.culture.phrase_match import (
     Match,
     PhraseIndex,
     Script,

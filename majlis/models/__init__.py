@@ -2,7 +2,6 @@
 
 from majlis.models import support
 from majlis.models.config import ModelConfig, Pricing
-from majlis.models.keys import KeyFunction, fallback_search_keys
 from majlis.models.offline import OfflineResponder
 from majlis.models.openai_compat import OpenAICompatibleModel
 from majlis.models.phrases import PhraseBook
@@ -24,7 +23,6 @@ __all__ = [
     "ChatMessage",
     "ChatModel",
     "Citation",
-    "KeyFunction",
     "ModelConfig",
     "ModelOutput",
     "ModelRequest",
@@ -38,6 +36,5 @@ __all__ = [
     "ToolCallRequest",
     "ToolSpec",
     "UsageReport",
-    "fallback_search_keys",
     "support",
 ]

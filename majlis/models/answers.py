@@ -12,7 +12,7 @@ injects ``nlp.dialect_to_msa``): «خربان» counts as found in a sentence sa
 «معطل».  Headings, file names, slugs and bracketed sources never reach the
 reply: :func:`display_text` strips them from whatever is served.
 
-    >>> from majlis.models.keys import fallback_search_keys as keys, stop_keys_for
+    >>> from nlp import search_keys as keys, stop_keys_for
     >>> from majlis.models.types import Recalled
     >>> doc = Recalled("warranty.md#0", "document", "warranty › الضمان",
     ...     "# الضمان\\nمدة الضمان سنتان. لا يشمل الضمان الكسر أو سوء الاستخدام.", "", 1.0)
@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from majlis.models.display import HEADING_LINE, display_text, display_topic
 from majlis.models.extract import split_sentences
 from majlis.models.injection import addresses_assistant
-from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys
 from majlis.models.qtypes import MARKS as _MARKS
 from majlis.models.qtypes import PROCLITIC as _PROCLITIC
 from majlis.models.qtypes import (
@@ -43,6 +42,7 @@ from majlis.models.qtypes import (
 )
 from majlis.models.qtypes import fold_words as _words
 from majlis.models.types import Recalled
+from nlp.keys import KeyFunction, content_keys, search_keys
 
 __all__ = [
     "Answer",
@@ -287,7 +287,7 @@ def select_answer(
     question: str,
     recalled: Sequence[Recalled],
     *,
-    keys: KeyFunction = fallback_search_keys,
+    keys: KeyFunction = search_keys,
     stop: frozenset[str] = frozenset(),
     expand: Expander | None = None,
     dialect_cue: Callable[[str], bool] | None = None,

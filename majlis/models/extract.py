@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from majlis.models.keys import KeyFunction, content_keys
 from majlis.models.types import Recalled
+from nlp.keys import KeyFunction, content_keys
 
 __all__ = ["Extract", "best_extract", "split_sentences"]
 

@@ -32,7 +32,6 @@ from typing import Any
 
 from majlis.models import support
 from majlis.models.answers import Answer, Expander, display_topic, select_answer
-from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys, stop_keys_for
 from majlis.models.phrases import PhraseBook
 from majlis.models.types import (
     ChatMessage,
@@ -45,6 +44,7 @@ from majlis.models.types import (
     ToolSpec,
     UsageReport,
 )
+from nlp.keys import KeyFunction, content_keys, search_keys, stop_keys_for
 
 __all__ = ["OfflineResponder", "stream_words"]
 
@@ -70,7 +70,7 @@ class OfflineResponder:
     def __init__(
         self,
         *,
-        keys: KeyFunction = fallback_search_keys,
+        keys: KeyFunction = search_keys,
         phrases: PhraseBook | None = None,
         answer_threshold: float = 0.15,
         grounding_threshold: float = 0.82,

@@ -36,7 +36,7 @@ class QuestionType(StrEnum):
     OTHER = "other"
 
 
-# Question words per type, folded the way fallback_search_keys folds (ة→ه, ى→ي,
+# Question words per type, folded the way nlp.fold folds (ة→ه, ى→ي,
 # أإآ→ا), Arabic and Arabizi.  The first question word in the text decides.
 _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
     QuestionType.QUANTITY: frozenset(

@@ -14,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from diwaniya.errors import ConfigurationError
-from majlis.models.keys import KeyFunction, content_keys, fallback_search_keys, stop_keys_for
 from majlis.tools.base import Tool
 from majlis.tools.builtin import BUILTIN_NAMES
+from nlp.keys import KeyFunction, content_keys, search_keys, stop_keys_for
 
 __all__ = ["ToolRegistry"]
 
 
 class ToolRegistry:
-    def __init__(self, tools: Sequence[Tool], *, keys: KeyFunction = fallback_search_keys) -> None:
+    def __init__(self, tools: Sequence[Tool], *, keys: KeyFunction = search_keys) -> None:
         names = [t.spec.name for t in tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from majlis.culture import Phase, next_phase, read_cues
-from majlis.culture.phrases import arabizi_skeleton
+from majlis.culture.phrase_match import arabizi_skeleton
 
 
 @pytest.mark.parametrize("text", [

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 
@@ -15,6 +12,7 @@ import pytest
 
 from majlis.persistence import migrate_postgres, open_postgres, open_sqlite
 from tests.conftest import ADMIN_DSN
+from tests.service._cli import run_cli
 
 
 @pytest.fixture
@@ -43,10 +41,9 @@ async def test_concurrent_replicas_migrate_once(empty_db: str) -> None:
     assert {"checkpoints", "checkpoint_writes", "diwaniya_threads"} <= tables
 
 
-def test_migrate_command(empty_db: str, tmp_path) -> None:
-    env = {**os.environ, "DATABASE_URL": empty_db, "DIWANIYA_DATA_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "service", "migrate"], env=env,
-                          capture_output=True, text=True, timeout=120)
+def test_migrate_command(empty_db: str, tmp_path, monkeypatch, capsys) -> None:
+    env = {"DATABASE_URL": empty_db, "DIWANIYA_DATA_DIR": str(tmp_path)}
+    done = run_cli(monkeypatch, capsys, env, "migrate")
     assert done.returncode == 0, done.stderr
     assert "migrated postgres" in done.stdout
     with psycopg.connect(empty_db) as conn:

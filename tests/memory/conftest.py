@@ -14,20 +14,12 @@ from pathlib import Path
 import pytest
 
 from memory import MemoryStore, PostgresMemoryStore, SqliteMemoryStore
-from memory.keys import default_keys
-from memory.terms import KeyFunction, whitespace_keys
-
-
-def _keys() -> KeyFunction:
-    try:
-        return default_keys()
-    except Exception:  # nlp not landed yet: fall back to the trivial key function
-        return whitespace_keys
+from nlp import KeyFunction, key_function
 
 
 @pytest.fixture(scope="session")
 def keys() -> KeyFunction:
-    return _keys()
+    return key_function("builtin")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.keys import default_keys
 from memory.snippet import highlight_snippet
 from memory.terms import MAX_QUERY_TERMS, query_terms, whitespace_keys
+from nlp import key_function
 
-KEYS = default_keys()
+KEYS = key_function("builtin")
 
 
 def test_default_keys_match_clitic_and_inflected_forms_on_both_paths() -> None:

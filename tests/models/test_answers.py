@@ -13,11 +13,10 @@ from majlis.models.answers import (
     question_type,
     select_answer,
 )
-from majlis.models.keys import stop_keys_for
 from memory.chunking import chunk_document
 
 KEYS = nlp.search_keys
-STOP = stop_keys_for(KEYS)
+STOP = nlp.stop_keys_for(KEYS)
 
 POLICY = Recalled(
     id="returns.md#0", kind="document", title="returns › سياسة الإرجاع",

@@ -11,8 +11,8 @@ import pytest
 import nlp
 from majlis.models import ChatMessage, ModelRequest, OfflineResponder, Recalled, ResponderContext
 from majlis.models.answers import QuestionType, question_type, select_answer
-from majlis.models.keys import stop_keys_for
 from majlis.models.qtypes import type_strength
+from nlp import stop_keys_for
 
 KEYS = nlp.search_keys
 STOP = stop_keys_for(KEYS)

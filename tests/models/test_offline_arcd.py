@@ -19,7 +19,6 @@ from majlis.models import (
     TextChunk,
 )
 from memory import Kind, NewRecord, SqliteMemoryStore
-from memory.keys import default_keys
 
 pytestmark = pytest.mark.shared_data
 
@@ -44,7 +43,7 @@ async def test_answers_from_the_passage_and_abstains_without_it(
 ) -> None:
     with (shared_data / "qa_arcd.corpus.jsonl").open(encoding="utf-8") as fh:
         passages = [json.loads(line) for line in fh][:60]  # the first few articles
-    store = SqliteMemoryStore(tmp_path / "kb.sqlite3", keys=default_keys())
+    store = SqliteMemoryStore(tmp_path / "kb.sqlite3", keys=nlp.key_function("builtin"))
     await store.setup()
     try:
         records = [

@@ -18,10 +18,15 @@ from typing import Any
 
 import pytest
 
-from diwaniya.errors import ConfigurationError
 from memory import Kind, NewRecord, SqliteMemoryStore
-from memory.terms import KeyFunction
-from nlp import camel_lemma_keys, fold, require_camel_morphology, search_keys
+from nlp import (
+    KeyFunction,
+    ResourceUnavailable,
+    camel_lemma_keys,
+    fold,
+    require_camel_morphology,
+    search_keys,
+)
 from tests.conftest import IN_CI
 
 
@@ -32,17 +37,17 @@ def _camel_tools() -> ModuleType:
 
 
 def test_selecting_camel_without_its_data_fails_clearly(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="camel_data -i morphology-db-msa-r13"):
+    with pytest.raises(ResourceUnavailable, match="camel_data -i morphology-db-msa-r13"):
         require_camel_morphology(data_dir=tmp_path)
 
 
 def test_an_unknown_database_name_or_missing_file_fails_clearly(tmp_path: Path) -> None:
     (tmp_path / "catalogue.json").write_text(json.dumps(_CATALOGUE), encoding="utf-8")
-    with pytest.raises(ConfigurationError, match="not installed"):
+    with pytest.raises(ResourceUnavailable, match="not installed"):
         require_camel_morphology("calima-msa-r13", data_dir=tmp_path)
-    with pytest.raises(ConfigurationError, match="known: calima-msa-r13"):
+    with pytest.raises(ResourceUnavailable, match="known: calima-msa-r13"):
         require_camel_morphology("calima-xyz", data_dir=tmp_path)
-    with pytest.raises(ConfigurationError, match="no such morphology database file"):
+    with pytest.raises(ResourceUnavailable, match="no such morphology database file"):
         require_camel_morphology(str(tmp_path / "missing.db"), data_dir=tmp_path)
 
 

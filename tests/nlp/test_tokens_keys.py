@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,10 +13,12 @@ from nlp import (
     Token,
     TokenKind,
     arabizi_to_arabic,
+    content_keys,
     detect_script,
     fold,
     search_keys,
     segment,
+    stop_keys_for,
     tokenize,
     words,
 )
@@ -302,3 +306,25 @@ def test_word_run_fast_path_equals_one_match_per_token(text: str) -> None:
     got = [(tok.text, tok.kind.value, tok.start, tok.end) for tok in tokenize(text)]
     assert got == _reference_tokens(text)
     assert [(k.value, s) for k, s in typed_texts(text)] == [(k, s) for s, k, _, _ in got]
+
+
+def test_one_factory_chooses_the_key_backend(tmp_path: Path) -> None:
+    from nlp import ResourceUnavailable, key_function, stem_and_surface_keys
+
+    assert key_function("builtin") is stem_and_surface_keys
+    assert key_function()("والكتابات") == ["كتاب", "كتابات"]
+    # camel without its data: the text layer's own error, mapped by the caller.
+    with pytest.raises(ResourceUnavailable, match="camel_data -i"):
+        key_function("camel", camel_data_dir=tmp_path)
+    with pytest.raises(ValueError, match="unknown search-key backend"):
+        key_function("porter")  # type: ignore[arg-type]
+
+
+def test_request_words_are_not_retrieval_stopwords() -> None:
+    from nlp.lexicon import REQUEST_WORDS, STOPWORDS
+
+    # ابي is "I want" in the Gulf and "my father" in MSA: matching ignores it,
+    # the index keeps it.
+    assert REQUEST_WORDS.isdisjoint(STOPWORDS)
+    assert "ابي" in REQUEST_WORDS and search_keys("ابي") == ["ابي"]
+    assert content_keys("ابي اعرف", search_keys, stop_keys_for(search_keys)) == ["اعرف"]

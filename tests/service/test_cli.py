@@ -1,4 +1,8 @@
-"""The ``diwaniya`` command line: kb ingest / search / delete, as an operator runs it."""
+"""The ``diwaniya`` command line: kb ingest / search / delete, as an operator runs it.
+
+The commands run in-process (``service.cli.main``); one subprocess test runs
+the real entry point and checks that ``diwaniya kb`` stays light.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from tests.service._cli import CliRun, run_cli
 
 POLICY = """# سياسة الاسترجاع
 
@@ -18,14 +26,12 @@ POLICY = """# سياسة الاسترجاع
 """
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "data")}
-    env.pop("DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "service", *args], env=env,
-                          capture_output=True, text=True, timeout=120)
+def test_kb_ingest_search_reingest_delete(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def _run(tmp_path: Path, *args: str) -> CliRun:
+        return run_cli(monkeypatch, capsys, {"DIWANIYA_DATA_DIR": str(tmp_path / "data")}, *args)
 
-
-def test_kb_ingest_search_reingest_delete(tmp_path: Path) -> None:
     doc = tmp_path / "policy.md"
     doc.write_text(POLICY, encoding="utf-8")
     first = _run(tmp_path, "kb", "ingest", "--tenant", "shop", str(doc))
@@ -48,3 +54,25 @@ def test_kb_ingest_search_reingest_delete(tmp_path: Path) -> None:
     assert json.loads(gone.stdout)["chunks_removed"] == report["chunks_written"]
     after = _run(tmp_path, "kb", "search", "--tenant", "shop", "إرجاع المنتج")
     assert after.stdout.strip() == ""
+
+
+# The kb commands must not pay for the conversation graph or the gRPC server
+# (issue #12: `diwaniya kb search` imported the whole server, 3.7 s).
+_PROBE = """
+import sys
+from service.cli import main
+code = main(["kb", "search", "--tenant", "t", "كتاب"])
+heavy = sorted(m for m in ("majlis", "grpc", "langgraph", "service.app", "service.server")
+               if m in sys.modules)
+print("heavy:", ",".join(heavy), "code:", code)
+"""
+
+
+def test_the_real_kb_entry_point_imports_memory_and_nlp_only(tmp_path: Path) -> None:
+    env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+    env.pop("DIWANIYA_DATABASE_URL", None)
+    done = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "heavy:  code: 0"

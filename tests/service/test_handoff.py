@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 
 from majlis.models import PhraseBook
 from tests.fakes import WebhookReply, WebhookServer
+from tests.service._cli import run_cli
 from tests.service.conftest import collect, kinds
 
 HOLD_GULF = PhraseBook.load().say("handoff_hold", "gulf")
@@ -137,26 +136,23 @@ async def test_handoff_without_a_webhook_still_marks_the_thread(run_service) -> 
     assert thread.handed_off and _reply(held) == HOLD_GULF
 
 
-async def test_cli_thread_release(run_service, tmp_path) -> None:
+async def test_cli_thread_release(run_service, tmp_path, monkeypatch, capsys) -> None:
+    env = {"DIWANIYA_DATA_DIR": str(tmp_path / "cli")}
     async with run_service() as svc:
         events = await collect(svc.client.send("حولني لموظف", user_id="u1", country="KW"))
         thread_id = events[-1].thread_id
-        env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "cli")}
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "service", "thread", "release", "--thread", thread_id,
-            "--user", "u1", "--target", svc.target, env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-        other = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "service", "thread", "release", "--thread", thread_id,
-            "--user", "someone-else", "--target", svc.target, env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        _, other_err = await asyncio.wait_for(other.communicate(), timeout=60)
+        # In-process (service.cli.main runs its own event loop: in a thread).
+        done = await asyncio.to_thread(
+            run_cli, monkeypatch, capsys, env, "thread", "release", "--thread", thread_id,
+            "--user", "u1", "--target", svc.target)
+        other = await asyncio.to_thread(
+            run_cli, monkeypatch, capsys, env, "thread", "release", "--thread", thread_id,
+            "--user", "someone-else", "--target", svc.target)
         thread = await svc.client.get_thread(thread_id, user_id="u1")
-    assert proc.returncode == 0, err.decode()
-    assert json.loads(out.decode()) == {"thread_id": thread_id, "handed_off": False,
-                                        "messages": 2}
-    assert other.returncode == 2 and "NOT_FOUND" in other_err.decode()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"thread_id": thread_id, "handed_off": False,
+                                       "messages": 2}
+    assert other.returncode == 2 and "NOT_FOUND" in other.stderr
     assert not thread.handed_off
 
 

@@ -1,4 +1,6 @@
-"""Per-turn tool wiring: the built-in tools bound to this turn's tenant, user and thread."""
+"""Per-turn tool wiring (``TurnTools``): built-in tools bound to this turn's tenant, user, thread.
+
+Was ``majlis.toolkit`` (a name one letter from the ``majlis.tools`` package it builds on)."""
 
 from __future__ import annotations
 

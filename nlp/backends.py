@@ -1,0 +1,47 @@
+"""The one place that chooses the search-key backend.
+
+``builtin`` is the light stemmer plus whole words
+(:func:`nlp.keys.stem_and_surface_keys`); ``camel`` is camel-tools lemmas
+(:func:`nlp.camel.camel_lemma_keys`, extra ``diwaniya[camel]``).  The
+composition root calls :func:`key_function` once and injects the result into
+the memory store (and the ``diwaniya kb`` CLI does the same, so documents it
+indexes are found by the server).  Loading camel-tools takes seconds: call
+this off the event loop.
+
+>>> keys = key_function("builtin")
+>>> keys("والكتابات في المكتبة")
+['كتاب', 'مكتب', 'كتابات', 'مكتبه']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from nlp.camel import DEFAULT_DB, camel_lemma_keys, require_camel_morphology
+from nlp.keys import KeyFunction, stem_and_surface_keys
+
+__all__ = ["KEY_BACKENDS", "KeyBackend", "key_function"]
+
+KeyBackend = Literal["builtin", "camel"]
+KEY_BACKENDS: tuple[KeyBackend, ...] = ("builtin", "camel")
+
+
+def key_function(backend: KeyBackend = "builtin", *, camel_db: str = DEFAULT_DB,
+                 camel_data_dir: Path | None = None) -> KeyFunction:
+    """The key function of ``backend``.
+
+    Raises :class:`nlp.errors.ResourceUnavailable` when camel-tools or its data
+    is missing, ``ValueError`` for an unknown backend name (a programmer error:
+    settings validate the operator's choice first).
+
+    >>> key_function("spacy")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown search-key backend 'spacy' (known: builtin, camel)
+    """
+    if backend == "builtin":
+        return stem_and_surface_keys
+    if backend == "camel":
+        return camel_lemma_keys(require_camel_morphology(camel_db, camel_data_dir))
+    raise ValueError(f"unknown search-key backend {backend!r} (known: {', '.join(KEY_BACKENDS)})")

@@ -1,0 +1,36 @@
+"""Run ``diwaniya …`` in the test process: the CLI's own ``main``, its exit code and output.
+
+A subprocess pays the interpreter and import start-up on every call (seconds
+on a loaded machine); ``main`` reads the same environment through
+``Settings``, so only what is process-wide (a real exec, ``sys.modules``) still
+needs a subprocess test (see test_cli.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from service.cli import main
+
+
+@dataclass(frozen=True)
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+            env: dict[str, str], *argv: str) -> CliRun:
+    """``main(argv)`` with ``env`` set (DATABASE_URL unset unless given)."""
+    with monkeypatch.context() as m:
+        for name in ("DATABASE_URL", "DIWANIYA_DATABASE_URL"):
+            m.delenv(name, raising=False)
+        for name, value in env.items():
+            m.setenv(name, value)
+        capsys.readouterr()  # drop anything printed before
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+    return CliRun(code, out, err)
