@@ -31,9 +31,11 @@ from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
 from memory import KeyFunction, MemoryStore, RuleFactExtractor, open_store
 from service.auth import ApiKeyAuth
+from service.instrument import instrument
 from service.server import Server, ServerOptions
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
+from service.telemetry import Telemetry
 
 
 @dataclass
@@ -44,19 +46,22 @@ class App:
     store: MemoryStore
     http: httpx.AsyncClient
     draining: asyncio.Event = field(default_factory=asyncio.Event)
+    telemetry: Telemetry | None = None
 
     async def ready(self) -> None:
         await self.persistence.ping()
 
     def server(self, *, listen: str | None = None, reuse_port: bool = False) -> Server:
         s = self.settings
-        servicer = ConversationsServicer(self.engine, ApiKeyAuth(s.api_keys), self.draining)
+        auth = ApiKeyAuth(s.api_keys)
+        servicer = ConversationsServicer(self.engine, auth, self.draining)
         options = ServerOptions(
             listen=listen or s.listen, reflection=s.reflection,
             max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
             keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
             drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
             readiness_interval_s=s.readiness_interval_s, reuse_port=reuse_port,
+            interceptors=self.telemetry.interceptors(auth.tenant) if self.telemetry else (),
         )
         return Server(servicer, self.ready, options, self.draining)
 
@@ -67,6 +72,8 @@ class App:
         await self.http.aclose()
         await self.store.close()
         await self.persistence.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
 
 
 def model_config(settings: Settings, tenant: TenantSettings | None = None,
@@ -210,7 +217,7 @@ def search_key_function(settings: Settings,
 
 async def build_app(
     settings: Settings, *, clock: culture.Clock | None = None, model: ChatModel | None = None,
-    webhooks: list[WebhookToolConfig] | None = None,
+    webhooks: list[WebhookToolConfig] | None = None, telemetry: Telemetry | None = None,
 ) -> App:
     # Before anything is opened: a bad key backend must not leak a pool.
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)
@@ -229,6 +236,10 @@ async def build_app(
         overrides={name: build_tenant(settings, t, http=http, secrets=secrets)
                    for name, t in settings.tenants.items()},
     )
+    # Spans at the database seams, metered models; OTEL_* from the environment.
+    telemetry = telemetry or Telemetry.configure(
+        environ=secrets, traces=settings.traces, metrics_listen=settings.metrics_listen)
+    tenants = instrument(telemetry, tenants, persistence, store)
     tools = TurnTools(store, tenants)
     deps = GraphDeps(
         identifier=nlp.load_dialect_identifier(),
@@ -251,6 +262,6 @@ async def build_app(
         ),
         tools=tools,
     )
-    return App(settings, engine, persistence, store, http)
+    return App(settings, engine, persistence, store, http, telemetry=telemetry)
 
 

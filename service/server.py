@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -37,6 +38,8 @@ class ServerOptions:
     readiness_interval_s: float = 5.0
     # One of several worker processes on the same port (service.workers).
     reuse_port: bool = False
+    # grpc.aio server interceptors, outermost first (service.telemetry: tracing, RPC logs).
+    interceptors: Sequence[Any] = ()
 
 
 class Server:
@@ -71,7 +74,8 @@ class Server:
             # Explicit, not grpc's platform default: the workers depend on it.
             grpc_options.append(("grpc.so_reuseport", 1))
         self._server = grpc.aio.server(
-            options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4
+            options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4,
+            interceptors=tuple(options.interceptors) or None,
         )
         # Not the generated add_ConversationsServicer_to_server: undecodable
         # bytes must be INVALID_ARGUMENT, not UNKNOWN (service.wire).
