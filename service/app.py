@@ -221,6 +221,9 @@ async def build_app(
 ) -> App:
     # Before anything is opened: a bad key backend must not leak a pool.
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)
+    # OTEL_* from the environment; a bad exporter name fails here, before any pool opens.
+    telemetry = telemetry or Telemetry.configure(
+        environ=os.environ, traces=settings.traces, metrics_listen=settings.metrics_listen)
     persistence = await open_persistence(settings)
     try:
         store = await open_memory(settings, keys)
@@ -236,9 +239,7 @@ async def build_app(
         overrides={name: build_tenant(settings, t, http=http, secrets=secrets)
                    for name, t in settings.tenants.items()},
     )
-    # Spans at the database seams, metered models; OTEL_* from the environment.
-    telemetry = telemetry or Telemetry.configure(
-        environ=secrets, traces=settings.traces, metrics_listen=settings.metrics_listen)
+    # Spans at the database seams; models metered (tokens, cost, failures).
     tenants = instrument(telemetry, tenants, persistence, store)
     tools = TurnTools(store, tenants)
     deps = GraphDeps(

@@ -108,7 +108,6 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
         if app.telemetry is not None and settings.metrics_listen:
             metrics_port = app.telemetry.serve_metrics(_worker_metrics_listen(settings))
             logging.getLogger("diwaniya").info("metrics on /metrics, port %d", metrics_port)
-            print(f"diwaniya metrics on port {metrics_port}", flush=True)
         server = app.server(listen=listen, reuse_port=reuse_port)
         port = await server.start()
         host = (listen or settings.listen).rpartition(":")[0]

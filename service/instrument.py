@@ -217,8 +217,12 @@ def instrument(telemetry: Telemetry, tenants: Tenants, persistence: Persistence,
     _wrap_async(saver, "aput_writes", "checkpoint.put_writes", db)
     threads = persistence.threads
     _wrap_lock(threads, db)
-    _wrap_async(threads, "commit_turn", "thread.commit", db)
-    _wrap_async(threads, "claim_request", "request.claim", db)
+    for method, span_name in (("commit_turn", "thread.commit"), ("create", "thread.create"),
+                              ("get", "thread.get"), ("list", "thread.list"),
+                              ("delete", "thread.delete"), ("turn_saved", "thread.turn_saved"),
+                              ("claim_request", "request.claim"),
+                              ("get_request", "request.get")):
+        _wrap_async(threads, method, span_name, db)
     mem = {"db.system.name": "postgresql" if hasattr(store, "_pool") else "sqlite"}
     _wrap_async(store, "search", "memory.search", mem, lambda hits: {"diwaniya.hits": len(hits)})
     _wrap_async(store, "put", "memory.put", mem, lambda recs: {"diwaniya.records": len(recs)})

@@ -74,6 +74,9 @@ class _Rpc:
     turn_ids: list[str] = field(default_factory=list)
     request_ids: list[str] = field(default_factory=list)
     pending: deque[_Turn] = field(default_factory=deque)
+    # Converse answers an undecodable message at once with an error event that
+    # is no turn's: it must not end the turn that is running meanwhile.
+    undecodable: int = 0
     outcomes: list[str] = field(default_factory=list)
 
 
@@ -168,12 +171,16 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                               ) -> AsyncIterator[Any]:
         """Converse: each message or approval starts a turn; ``cancel`` does not."""
         async for msg in requests:
-            which = msg.WhichOneof("kind") if hasattr(msg, "WhichOneof") else "undecodable"
-            if which in ("message", "approval", "undecodable"):
-                inner = getattr(msg, which, None) if which != "undecodable" else None
-                if inner is not None and not rpc.thread_id:
-                    rpc.thread_id = str(getattr(inner, "thread_id", "") or "")
-                self._request(rpc, inner if inner is not None else object())
+            if not hasattr(msg, "WhichOneof"):  # service.wire.Undecodable
+                rpc.undecodable += 1
+                yield msg
+                continue
+            which = msg.WhichOneof("kind")
+            if which in ("message", "approval"):
+                inner = getattr(msg, which)
+                if not rpc.thread_id:
+                    rpc.thread_id = str(inner.thread_id or "")
+                self._request(rpc, inner)
             yield msg
 
     # --------------------------------------------------------------- turns
@@ -181,6 +188,10 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
         kind = event.WhichOneof("event")
         if event.thread_id:
             rpc.thread_id = event.thread_id
+        if (kind == "error" and rpc.undecodable and not event.turn_id
+                and event.error.code == "invalid_argument" and not event.thread_id):
+            rpc.undecodable -= 1
+            return
         turn = rpc.pending[0] if rpc.pending else None
         if turn is None:
             return

@@ -69,8 +69,11 @@ def test_serve_exports_otlp_serves_metrics_and_logs_json(tmp_path: Path) -> None
                                 stdout=subprocess.PIPE, stderr=stderr, text=True)
     seen: list[str] = []
     try:
-        metrics_port = int(_read_until(proc, "diwaniya metrics on port", seen).rsplit(" ", 1)[1])
         target = _read_until(proc, "diwaniya listening on", seen).rsplit(" ", 1)[1]
+        # Logged before the gRPC port opens: the port chosen for DIWANIYA_METRICS_LISTEN=:0.
+        started = [json.loads(line) for line in stderr_path.read_text("utf-8").splitlines()]
+        metrics_port = next(int(r["msg"].rsplit(" ", 1)[1]) for r in started
+                            if r["msg"].startswith("metrics on /metrics, port"))
         trace_id, caller = uuid.uuid4().int >> 1, uuid.uuid4().int >> 65 | 1
         with grpc.insecure_channel(target) as channel:
             stub = pb_grpc.ConversationsStub(channel)
