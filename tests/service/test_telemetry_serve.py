@@ -168,3 +168,31 @@ def test_bad_telemetry_settings_exit_2_with_one_line(
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_without_an_exporter_spans_are_dropped_but_keep_the_callers_trace_id() -> None:
+    """Recording spans nobody exports costs CPU per turn; the trace id must survive for logs."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    from service.telemetry import Telemetry
+
+    trace_id, caller = uuid.uuid4().int >> 1, uuid.uuid4().int >> 65 | 1
+    parent = trace.set_span_in_context(NonRecordingSpan(SpanContext(
+        trace_id, caller, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+    quiet = Telemetry.configure(environ={})
+    try:
+        with trace.get_tracer("t").start_as_current_span("quiet", context=parent) as span:
+            assert not span.is_recording()
+            assert span.get_span_context().trace_id == trace_id
+    finally:
+        quiet.close()
+    exported = InMemorySpanExporter()
+    loud = Telemetry.configure(environ={}, span_exporter=exported)
+    try:
+        with trace.get_tracer("t").start_as_current_span("loud", context=parent) as span:
+            assert span.is_recording()
+    finally:
+        loud.close()
+    assert [s.name for s in exported.get_finished_spans()] == ["loud"]
