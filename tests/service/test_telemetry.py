@@ -367,3 +367,40 @@ async def test_a_model_failure_is_a_warning_and_a_rejected_request_is_logged(
     assert _value(points["diwaniya_model_failures"], reason="http_503") == 1
     assert _value(points["diwaniya_turn_duration"], outcome="error") == 1
     assert _value(points["diwaniya_rpc"], method="GetThread", code="NOT_FOUND") == 1
+
+
+async def test_converse_times_each_turn_and_a_cancelled_one(
+    observed: Callable[..., Any], openai_server: ScriptedOpenAIServer
+) -> None:
+    slow = "كلمة " * 40
+    openai_server.push(_reply(), ScriptedReply.text(slow, model=MODEL, event_delay_s=0.2))
+    inbox: asyncio.Queue[pb.ClientMessage | None] = asyncio.Queue()
+
+    async def messages() -> AsyncIterator[pb.ClientMessage]:
+        while (msg := await inbox.get()) is not None:
+            yield msg
+
+    def say(text: str) -> pb.ClientMessage:
+        return pb.ClientMessage(message=pb.SendMessageRequest(text=text, user_id=USER))
+
+    async with observed(model_base_url=openai_server.base_url, model_name=MODEL) as obs:
+        call = obs.stub.Converse(messages(), timeout=60)
+        await inbox.put(say("هلا"))
+        kinds: list[str] = []
+        async for event in call:
+            kinds.append(event.WhichOneof("event"))
+            if kinds[-1] == "turn_completed":
+                await inbox.put(say("وين طلبي؟"))
+            elif (kinds[-1] == "text_delta" and kinds.count("turn_completed") == 1
+                  and inbox.qsize() == 0 and "cancel" not in kinds):
+                kinds.append("cancel")  # sent once
+                await inbox.put(pb.ClientMessage(cancel=pb.Cancel(turn_id=event.turn_id)))
+                await inbox.put(None)
+        points = _points(obs.reader)
+    assert kinds.count("turn_completed") == 1 and kinds.count("cancel") == 1
+    assert kinds[-1] == "error"
+    assert _value(points["diwaniya_turn_duration"], outcome="completed") == 1
+    assert _value(points["diwaniya_turn_duration"], outcome="cancelled") == 1
+    assert _value(points["diwaniya_turn_first_event"]) == 2
+    assert _value(points["diwaniya_rpc"], method="Converse", code="OK") == 1
+    assert _value(points["diwaniya_active_streams"]) == 0
