@@ -6,6 +6,7 @@ While the thread is handed off to a person, phase → hold → remember instead
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,6 +15,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from opentelemetry import trace
 
 import nlp
 from majlis.nodes import Analyse, Hold, PhaseNode, Recall, Remember, Respond, handed_off
@@ -21,6 +23,8 @@ from majlis.nodes.respond import RegistryFactory
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
 from memory import FactExtractor, MemoryStore
+
+_tracer = trace.get_tracer("diwaniya.majlis.graph")
 
 
 @dataclass(frozen=True)
@@ -50,16 +54,37 @@ def _inline(node: Callable[[ThreadState], dict[str, Any]]) -> Callable[..., Any]
     return run
 
 
+def _traced(name: str, node: Callable[[ThreadState], Any]) -> Callable[..., Any]:
+    """The node in a span ``graph.node <name>``: model, memory and database spans nest in it.
+
+    A plain coroutine, so the span can be current (node tasks copy the context
+    of the run, itself inside the RPC's span). Only the node's name is recorded.
+    """
+
+    async def run(state: ThreadState) -> Any:
+        with _tracer.start_as_current_span(f"graph.node {name}",
+                                           attributes={"diwaniya.node": name}):
+            result = node(state)
+            # Hold is sync and tiny: run on the loop like _inline's nodes.
+            return await result if inspect.isawaitable(result) else result
+
+    return run
+
+
 def build_graph(
     deps: GraphDeps, checkpointer: BaseCheckpointSaver[Any]
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph = StateGraph(ThreadState)
-    graph.add_node("analyse", _inline(Analyse(deps.identifier)))
-    graph.add_node("phase", _inline(PhaseNode(deps.tenants, long_gap=deps.long_gap)))
-    graph.add_node("recall", Recall(deps.store))
-    graph.add_node("respond", Respond(deps.tenants, deps.tools))
-    graph.add_node("remember", Remember(deps.store, deps.extractor))
-    graph.add_node("hold", Hold())
+
+    def add_node(name: str, node: Callable[[ThreadState], Any]) -> None:
+        graph.add_node(name, _traced(name, node))
+
+    add_node("analyse", _inline(Analyse(deps.identifier)))
+    add_node("phase", _inline(PhaseNode(deps.tenants, long_gap=deps.long_gap)))
+    add_node("recall", Recall(deps.store))
+    add_node("respond", Respond(deps.tenants, deps.tools))
+    add_node("remember", Remember(deps.store, deps.extractor))
+    add_node("hold", Hold())
     graph.add_edge(START, "analyse")
     graph.add_edge("analyse", "phase")
     graph.add_conditional_edges("phase", _after_phase, {"hold": "hold", "recall": "recall"})

@@ -33,10 +33,12 @@ from majlis.tools.per_turn import TurnTools
 from memory import MemoryStore, RuleFactExtractor, open_store
 from nlp import KeyFunction
 from service.auth import ApiKeyAuth, check_exposure
+from service.instrument import instrument
 from service.keys import dialect_identifier, search_key_function
 from service.server import Server, ServerOptions, ServerTls
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
+from service.telemetry import Telemetry
 
 
 @dataclass
@@ -47,6 +49,7 @@ class App:
     store: MemoryStore
     http: httpx.AsyncClient
     draining: asyncio.Event = field(default_factory=asyncio.Event)
+    telemetry: Telemetry | None = None
 
     async def ready(self) -> None:
         await self.persistence.ping()
@@ -67,6 +70,7 @@ class App:
             keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
             drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
             readiness_interval_s=s.readiness_interval_s, reuse_port=reuse_port,
+            interceptors=self.telemetry.interceptors(auth.tenant) if self.telemetry else (),
         )
         return Server(servicer, self.ready, options, self.draining)
 
@@ -77,6 +81,8 @@ class App:
         await self.http.aclose()
         await self.store.close()
         await self.persistence.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
 
 
 def model_config(settings: Settings, tenant: TenantSettings | None = None,
@@ -220,10 +226,13 @@ async def open_memory(settings: Settings, keys: KeyFunction) -> MemoryStore:
 
 async def build_app(
     settings: Settings, *, clock: culture.Clock | None = None, model: ChatModel | None = None,
-    webhooks: list[WebhookToolConfig] | None = None,
+    webhooks: list[WebhookToolConfig] | None = None, telemetry: Telemetry | None = None,
 ) -> App:
     # Before anything is opened: a bad key backend must not leak a pool.
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)
+    # OTEL_* from the environment; a bad exporter name fails here, before any pool opens.
+    telemetry = telemetry or Telemetry.configure(
+        environ=os.environ, traces=settings.traces, metrics_listen=settings.metrics_listen)
     persistence = await open_persistence(settings)
     try:
         store = await open_memory(settings, keys)
@@ -239,6 +248,8 @@ async def build_app(
         overrides={name: build_tenant(settings, t, http=http, secrets=secrets)
                    for name, t in settings.tenants.items()},
     )
+    # Spans at the database seams; models metered (tokens, cost, failures).
+    tenants = instrument(telemetry, tenants, persistence, store)
     tools = TurnTools(store, tenants)
     deps = GraphDeps(
         identifier=dialect_identifier(),
@@ -261,6 +272,6 @@ async def build_app(
         ),
         tools=tools,
     )
-    return App(settings, engine, persistence, store, http)
+    return App(settings, engine, persistence, store, http, telemetry=telemetry)
 
 

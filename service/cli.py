@@ -150,18 +150,12 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
     from service.server import serve_until_signal, stop_on_signal
 
     stop = stop_on_signal()
-
-    if settings.traces == "console":
-        from opentelemetry import trace
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
-
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
-            formatter=lambda span: span.to_json(indent=None) + "\n")))
-        trace.set_tracer_provider(provider)
+    # Tracing and metrics (OTEL_*, DIWANIYA_TRACES) are configured by build_app.
     app = await build_app(settings)
     try:
+        if app.telemetry is not None and settings.metrics_listen:
+            metrics_port = app.telemetry.serve_metrics(_worker_metrics_listen(settings))
+            logging.getLogger("diwaniya").info("metrics on /metrics, port %d", metrics_port)
         server = app.server(listen=listen, reuse_port=reuse_port)
         port = await server.start()
         host = (listen or settings.listen).rpartition(":")[0]
@@ -172,6 +166,17 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
         await serve_until_signal(server, stop)
     finally:
         await app.close()
+
+
+def _worker_metrics_listen(settings: Settings) -> str:
+    """Worker N of ``serve --workers`` serves its own metrics on the base port + N.
+
+    Each process has its own counters; one shared port would answer with a
+    random worker's. Port 0 (tests) stays 0.
+    """
+    host, _, port = settings.metrics_listen.rpartition(":")
+    index = int(os.environ.get("DIWANIYA_WORKER_INDEX", "0") or 0)
+    return f"{host}:{int(port) + index}" if int(port) else settings.metrics_listen
 
 
 async def _migrate(settings: Settings) -> str:
@@ -270,10 +275,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure:
             reconfigure(encoding="utf-8")
-    logging.basicConfig(level=os.environ.get("DIWANIYA_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from service.logs import configure_logging
+
+    # Until the settings are read (they may be invalid): JSON at INFO, text withheld.
+    configure_logging()
     try:
         settings = Settings()
+        configure_logging(format=settings.log_format, level=settings.log_level,
+                          message_text=settings.log_message_text)
         if args.command == "serve":
             return _serve_command(settings, args)
         if args.command == "migrate":

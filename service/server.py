@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,6 +153,8 @@ class ServerOptions:
     # A plaintext port serving grpc.health.v1 only: the kubelet's gRPC probes
     # speak no TLS, so with TLS on they ask here. None: health on `listen` only.
     health_listen: str | None = None
+    # grpc.aio server interceptors, outermost first (service.telemetry: tracing, RPC logs).
+    interceptors: Sequence[Any] = ()
 
 
 class Server:
@@ -195,7 +197,8 @@ class Server:
             # Explicit, not grpc's platform default: the workers depend on it.
             grpc_options.append(("grpc.so_reuseport", 1))
         self._server = grpc.aio.server(
-            options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4
+            options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4,
+            interceptors=tuple(options.interceptors) or None,
         )
         # Not the generated add_ConversationsServicer_to_server: undecodable
         # bytes must be INVALID_ARGUMENT, not UNKNOWN (service.wire).

@@ -196,6 +196,13 @@ class Settings(BaseSettings):
 
     # --- observability: "console" prints one line per finished span (turns) ---
     traces: Literal["off", "console"] = "off"
+    # Telemetry (service.telemetry, service.logs); the OTEL_* variables configure
+    # OTLP export. The Prometheus endpoint (/metrics) has its own port; "" disables it.
+    metrics_listen: str = "127.0.0.1:9464"
+    log_format: Literal["json", "text"] = "json"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    # The one switch that lets message text into logs (ours and third-party loggers').
+    log_message_text: bool = False
 
     # --- tenants: {"acme": {"persona_name": "…", "model_base_url": "…"}} ---
     tenants: dict[str, TenantSettings] = Field(default_factory=dict)
@@ -219,6 +226,20 @@ class Settings(BaseSettings):
         if not sep or not host or not port.isdigit():
             raise ValueError("listen must look like HOST:PORT, e.g. 0.0.0.0:50051")
         return value
+
+    @field_validator("metrics_listen")
+    @classmethod
+    def _check_metrics_listen(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if value and (not sep or not host or not port.isdigit()):
+            raise ValueError("metrics_listen must look like HOST:PORT, e.g. 0.0.0.0:9464, "
+                             "or be empty to disable the Prometheus endpoint")
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
 
     @field_validator("default_timezone")
     @classmethod

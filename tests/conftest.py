@@ -15,6 +15,10 @@ import psycopg
 import pytest
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# Servers under test (in-process and `serve` subprocesses, which inherit this)
+# put their Prometheus endpoint on a free port: the default 127.0.0.1:9464 would
+# collide between concurrent servers and test runs.
+os.environ.setdefault("DIWANIYA_METRICS_LISTEN", "127.0.0.1:0")
 ADMIN_DSN = os.environ.get("DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
 _DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SHARED_DATA = Path(os.environ.get("DIWANIYA_SHARED_DATA", _DEFAULT_SHARED))

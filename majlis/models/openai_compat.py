@@ -24,10 +24,13 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from diwaniya.errors import DeadlineExceeded, ModelError
 from majlis.models.config import ModelConfig
@@ -51,6 +54,7 @@ from majlis.models.types import (
 __all__ = ["OpenAICompatibleModel", "to_langchain_messages", "to_openai_tools"]
 
 Sleep = Callable[[float], Awaitable[None]]
+_tracer = trace.get_tracer("diwaniya.majlis.models")
 
 
 class _Retry(Exception):
@@ -168,6 +172,34 @@ class OpenAICompatibleModel:
         return remaining
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
+        """The call in one ``chat <model>`` span: model, token counts, attempts — no text.
+
+        Not made current: it lives across yields to the caller (the tool loop).
+        """
+        url = urlsplit(self._config.base_url)
+        span = _tracer.start_span(f"chat {self.name}", kind=SpanKind.CLIENT, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": self.name, "server.address": url.hostname or "",
+            "gen_ai.request.max_tokens": self._config.max_tokens,
+            "diwaniya.model.tools": len(request.tools)})
+        try:
+            async for output in self._stream(request, span):
+                if isinstance(output, UsageReport):
+                    span.set_attributes({
+                        "gen_ai.response.model": output.model,
+                        "gen_ai.usage.input_tokens": output.prompt_tokens,
+                        "gen_ai.usage.output_tokens": output.completion_tokens})
+                yield output
+        except BaseException as exc:
+            # The type only: a provider's message may quote the request.
+            span.set_attribute("error.type", type(exc).__name__)
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
+        finally:
+            span.end()
+
+    async def _stream(self, request: ModelRequest, span: trace.Span
+                      ) -> AsyncIterator[ModelOutput]:
         tools = request.tools
         failures = 0
         while True:
@@ -181,6 +213,8 @@ class OpenAICompatibleModel:
                 continue
             except _Retry as retry:
                 failures += 1
+                span.add_event("retry", {"reason": retry.reason.split(":", 1)[0][:40],
+                                         "attempt": failures})
                 if failures > self._config.max_retries:
                     raise ModelError(
                         f"model {self.name!r} failed after {failures} attempts: {retry.reason}"
