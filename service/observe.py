@@ -14,6 +14,7 @@ never their text. One JSON line per RPC, e.g.::
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections import deque
@@ -154,10 +155,16 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
             self._metrics.active_streams.add(1)
             exc: BaseException | None = None
             try:
-                async for response in behavior(request, context):
-                    if turns:
-                        self._on_event(rpc, response)
-                    yield response
+                result = behavior(request, context)
+                if inspect.isawaitable(result):
+                    # A handler that writes through context.write() (grpc_health's
+                    # Watch) is a coroutine, not an async iterator.
+                    await result
+                else:
+                    async for response in result:
+                        if turns:
+                            self._on_event(rpc, response)
+                        yield response
             except BaseException as error:
                 exc = error
                 raise
