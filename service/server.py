@@ -7,12 +7,14 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Self
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from diwaniya.config import settings_values
 from diwaniya.v1 import conversations_pb2 as pb
 from service import wire
 from service.servicer import ConversationsServicer
@@ -37,6 +39,11 @@ class ServerOptions:
     readiness_interval_s: float = 5.0
     # One of several worker processes on the same port (service.workers).
     reuse_port: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: object, **overrides: Any) -> Self:
+        """The settings of the same names; ``overrides`` (e.g. a ``--listen``) win."""
+        return replace(cls(**settings_values(cls, settings)), **overrides)
 
 
 class Server:

@@ -198,5 +198,30 @@ class Settings(BaseSettings):
                 f"{value!r} is not an IANA time zone such as Asia/Kuwait") from None
         return value
 
+    def for_tenant(self, tenant: TenantSettings | None) -> Settings:
+        """These settings with the tenant's SET fields laid over them, as data.
+
+        Dict-valued ones (``country_offsets``, ``national_days``) merge key by
+        key. A tenant with its own handoff webhook gets none of the service-wide
+        webhook's auth (header, secret): another party's credentials must never
+        be sent to the tenant's URL.
+
+        >>> s = Settings(persona_name="ديوانية", country_offsets={"KW": 1})
+        >>> t = s.for_tenant(TenantSettings(persona_name="مساعد", country_offsets={"SA": -1}))
+        >>> t.persona_name, t.country_offsets, t.greeting_style
+        ('مساعد', {'KW': 1, 'SA': -1}, 'warm')
+        """
+        if tenant is None:
+            return self
+        update = tenant.model_dump(exclude_unset=True, exclude_none=True,
+                                   exclude={"model_api_key_env"})
+        for name in ("country_offsets", "national_days"):
+            if name in update:
+                update[name] = {**getattr(self, name), **update[name]}
+        if "handoff_webhook_url" in update:
+            update.setdefault("handoff_webhook_auth_header", None)
+            update.setdefault("handoff_webhook_secret_env", None)
+        return self.model_copy(update=update)
+
     def database_dsn(self) -> str | None:
         return self.database_url.get_secret_value() if self.database_url else None
