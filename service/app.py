@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 import nlp
 from diwaniya.config import settings_values
@@ -124,13 +125,25 @@ def handoff_webhook(settings: Settings, http: httpx.AsyncClient,
 
 
 def load_webhooks(path: Path | None) -> list[WebhookToolConfig]:
+    """The webhook tools declared in ``path``, or ONE line saying what is wrong where."""
     if path is None:
         return []
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return [WebhookToolConfig.model_validate(item) for item in raw]
     except (OSError, ValueError) as exc:
         raise ConfigurationError(f"cannot load tools from {path}: {exc}") from exc
+    if not isinstance(raw, list):
+        raise ConfigurationError(f"cannot load tools from {path}: expected a JSON list of tools")
+    tools = []
+    for number, item in enumerate(raw, 1):
+        try:
+            tools.append(WebhookToolConfig.model_validate(item))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'tool'}: {e['msg']}"
+                                 for e in exc.errors())
+            raise ConfigurationError(
+                f"cannot load tools from {path}: tool {number}: {problems}") from None
+    return tools
 
 
 async def open_persistence(settings: Settings) -> Persistence:

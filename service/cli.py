@@ -17,10 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from diwaniya.errors import DiwaniyaError
-from service.settings import Settings
+from service.settings import Settings, load_settings, unknown_variables
 
 
 def _positive(value: str) -> int:
@@ -206,16 +204,20 @@ async def _kb(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; bad settings or configuration exit 2 with one line on stderr."""
     args = _parser().parse_args(argv)
     for stream in (sys.stdout, sys.stderr):
         # Arabic must print even under LANG=C.
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure:
             reconfigure(encoding="utf-8")
-    logging.basicConfig(level=os.environ.get("DIWANIYA_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        settings = Settings()
+        # Settings first, before any heavy import: a bad value is one line, at once.
+        settings = load_settings()
+        logging.basicConfig(level=settings.log_level,
+                            format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        for warning in unknown_variables(settings, os.environ):
+            logging.getLogger("diwaniya.settings").warning("%s", warning)
         if args.command == "serve":
             return _serve_command(settings, args)
         if args.command == "migrate":
@@ -228,12 +230,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_kb(settings, args))
     except DiwaniyaError as exc:
         print(f"diwaniya: {exc.message}", file=sys.stderr)
-        return 2
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"DIWANIYA_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors())
-        print(f"diwaniya: invalid settings — {problems}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
