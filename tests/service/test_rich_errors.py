@@ -219,3 +219,19 @@ def test_non_retryable_statuses_carry_no_retry_info() -> None:
             "grpc-status-details-bin"])
         assert not any(d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in status.details)
         assert any(d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR) for d in status.details)
+
+
+async def test_a_stream_error_event_says_what_the_status_says(tmp_path: Path) -> None:
+    async with serve(tmp_path) as client:
+        events = await collect(client.converse(_messages("\u200b", "كلام " * 1200, "هلا")))
+        statuses = []
+        for text in ("\u200b", "كلام " * 1200):
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await collect(client.send(text, user_id="edge-u1"))
+            statuses.append(from_status(err.value))
+    in_stream = [e.error for e in events if e.HasField("error")]
+    assert [(e.code, e.reason) for e in in_stream] == [
+        ("invalid_argument", "TEXT_EMPTY"), ("invalid_argument", "TEXT_TOO_LONG")]
+    assert [s.reason for s in statuses] == ["TEXT_EMPTY", "TEXT_TOO_LONG"]
+    assert [e.message for e in in_stream] == [s.message for s in statuses]
+    assert kinds(events)[-1] == "turn_completed"
