@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from diwaniya.errors import DiwaniyaError
+from diwaniya.errors import ConfigurationError, DiwaniyaError
 from service.settings import Settings, load_settings, unknown_variables
 
 
@@ -113,7 +113,13 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
     app = await build_app(settings)
     try:
         server = app.server(listen=listen, reuse_port=reuse_port)
-        port = await server.start()
+        try:
+            port = await server.start()
+        except (OSError, RuntimeError) as exc:
+            # grpc says "Failed to bind …" as a RuntimeError: one line, status 2.
+            raise ConfigurationError(
+                f"cannot listen on {listen or settings.listen} (in use, or not an address of "
+                "this host); set DIWANIYA_LISTEN or --listen") from exc
         host = (listen or settings.listen).rpartition(":")[0]
         logging.getLogger("diwaniya").info(
             "serving diwaniya.v1.Conversations on %s:%d (%s, %s)", host, port,

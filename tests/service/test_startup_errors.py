@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -86,6 +87,18 @@ def test_a_bad_tools_file_stops_build_app_with_one_line(tmp_path: Path) -> None:
     tools.write_text(json.dumps([{"name": 1}]), encoding="utf-8")
     line = _one_line(_run(tmp_path, "serve", DIWANIYA_TOOLS_FILE=str(tools)))
     assert f"cannot load tools from {tools}: tool 1:" in line
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _run(tmp_path, "serve", DIWANIYA_LISTEN=f"127.0.0.1:{port}")
+    # grpc core logs its own bind failure line first (its C logger, not ours).
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("diwaniya: ")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(ours) == 1 and f"cannot listen on 127.0.0.1:{port}" in ours[0]
 
 
 def _worker_threads() -> set[threading.Thread]:
