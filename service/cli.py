@@ -168,13 +168,16 @@ async def _thread(settings: Settings, args: argparse.Namespace) -> int:
     import grpc
 
     from service.client import DiwaniyaClient
+    from service.errors import from_status
 
     target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
     async with DiwaniyaClient(target, api_key=args.api_key) as client:
         try:
             view = await client.release_handoff(args.thread, user_id=args.user)
         except grpc.aio.AioRpcError as exc:
-            print(f"diwaniya: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            error = from_status(exc)
+            print(f"diwaniya: {exc.code().name} ({error.reason}): {error.message}",
+                  file=sys.stderr)
             return 2
     print(json.dumps({"thread_id": view.thread_id, "handed_off": view.handed_off,
                       "messages": len(view.messages)}, ensure_ascii=False))

@@ -156,7 +156,7 @@ async def test_cli_thread_release(run_service, tmp_path) -> None:
     assert proc.returncode == 0, err.decode()
     assert json.loads(out.decode()) == {"thread_id": thread_id, "handed_off": False,
                                         "messages": 2}
-    assert other.returncode == 2 and "NOT_FOUND" in other_err.decode()
+    assert other.returncode == 2 and "NOT_FOUND (THREAD_NOT_FOUND)" in other_err.decode()
     assert not thread.handed_off
 
 
