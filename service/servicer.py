@@ -87,9 +87,14 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
             await status.abort(context, exc)
             return
         session = ConverseSession(self._engine, tenant, request_iterator, self._draining)
-        async with contextlib.aclosing(session.events()) as events:
-            async for event in events:
-                yield event
+        try:
+            async with contextlib.aclosing(session.events()) as events:
+                async for event in events:
+                    yield event
+        except Exception as exc:
+            # The session reports every failure as an event; this is the last
+            # net, so that even a bug in the session itself is a status, never UNKNOWN.
+            await status.abort(context, exc)
 
     # ----------------------------------------------------------- threads
     async def _unary(self, context: grpc.aio.ServicerContext[Any, Any],
