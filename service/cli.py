@@ -88,6 +88,13 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     if n == 1:
         asyncio.run(_serve(settings, args.listen))
         return 0
+    tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
+    if tools_files - {None}:
+        # Checked once here: otherwise each of the N workers prints the same error.
+        from service.app import load_webhooks
+
+        for path in tools_files:
+            load_webhooks(path)
     if settings.migrate_on_start:
         asyncio.run(_migrate(settings))
     return workers.supervise(

@@ -34,9 +34,11 @@ from diwaniya.errors import ConfigurationError
 
 PREFIX = "DIWANIYA_"
 # DIWANIYA_* variables read outside Settings: the settings file itself, the
-# CLI client's key, and the telemetry setup (see docs: agreed telemetry names).
+# CLI client's key, the supervisor's worker number (service.workers), the test
+# and bench databases, and the telemetry setup (docs: agreed telemetry names).
 OTHER_VARIABLES = frozenset({
-    "DIWANIYA_SETTINGS_FILE", "DIWANIYA_API_KEY",
+    "DIWANIYA_SETTINGS_FILE", "DIWANIYA_API_KEY", "DIWANIYA_WORKER_INDEX",
+    "DIWANIYA_TEST_PG_ADMIN", "DIWANIYA_BENCH_PG",
     "DIWANIYA_METRICS_LISTEN", "DIWANIYA_LOG_FORMAT", "DIWANIYA_LOG_MESSAGE_TEXT",
 })
 _DSN_SCHEMES = ("postgresql://", "postgres://")

@@ -80,12 +80,15 @@ def test_several_bad_values_are_named_on_the_same_line(tmp_path: Path) -> None:
     assert "DIWANIYA_MODEL_TIMEOUT_S" in line and "DIWANIYA_LOG_LEVEL" in line
 
 
-def test_a_bad_tools_file_stops_build_app_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_bad_tools_file_stops_build_app_with_one_line(tmp_path: Path, workers: str) -> None:
     """Past the settings check (valid JSON), the tools are rejected inside build_app,
-    after the stores are open: the process must still exit, with status 2."""
+    after the stores are open: the process must still exit, with status 2. With
+    several workers the supervisor checks them first (one line, not one per worker)."""
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([{"name": 1}]), encoding="utf-8")
-    line = _one_line(_run(tmp_path, "serve", DIWANIYA_TOOLS_FILE=str(tools)))
+    line = _one_line(_run(tmp_path, "serve", DIWANIYA_TOOLS_FILE=str(tools),
+                          DIWANIYA_WORKERS=workers))
     assert f"cannot load tools from {tools}: tool 1:" in line
 
 
