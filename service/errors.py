@@ -122,7 +122,9 @@ def problem(exc: BaseException) -> Problem:
     # The traceback goes to the log only; the caller gets the reference to quote.
     log.error("internal error (ref %s): %s", ref, type(exc).__name__, exc_info=exc)
     return Problem(grpc.StatusCode.INTERNAL, INTERNAL_REASON,
-                   f"internal error (ref {ref}); the turn was not saved, retry is safe", ref=ref)
+                   # No promise about what was saved: a bug can strike after a commit.
+                   f"internal error (ref {ref}); quote this reference when reporting it",
+                   ref=ref)
 
 
 def _pack(message: Any) -> any_pb2.Any:
