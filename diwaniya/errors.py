@@ -8,29 +8,53 @@ what was wrong and what to do about it.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class DiwaniyaError(Exception):
-    """Base of every error the product raises on purpose."""
+    """Base of every error the product raises on purpose.
 
-    def __init__(self, message: str) -> None:
+    ``reason``: a stable UPPER_SNAKE_CASE name for the failure, sent to clients
+    as ``google.rpc.ErrorInfo.reason`` (domain ``diwaniya.v1``). Clients switch
+    on it, never on the message, so a reason is never renamed once published.
+    Each class has a default; a raise site may name a more precise one.
+    """
+
+    default_reason: ClassVar[str] = "ERROR"
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = reason or self.default_reason
 
 
 class InvalidRequest(DiwaniyaError):
-    """The request is malformed, empty, oversized or hostile (→ INVALID_ARGUMENT)."""
+    """The request is malformed, empty, oversized or hostile (→ INVALID_ARGUMENT).
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
+    ``field``: the request field at fault (sent as a BadRequest field violation).
+    Without an explicit reason, one is derived from it: ``INVALID_THREAD_ID``.
+    """
+
+    default_reason = "INVALID_ARGUMENT"
+
+    def __init__(self, message: str, *, field: str | None = None,
+                 reason: str | None = None) -> None:
+        if reason is None and field and self.default_reason == InvalidRequest.default_reason:
+            reason = f"INVALID_{field.upper().replace('.', '_')}"
+        super().__init__(message, reason=reason)
         self.field = field
 
 
 class NotFound(DiwaniyaError):
     """The thread (or other resource) does not exist for this caller (→ NOT_FOUND)."""
 
+    default_reason = "THREAD_NOT_FOUND"
+
 
 class ThreadBusy(DiwaniyaError):
     """Another turn is running on the same thread (→ ABORTED)."""
+
+    default_reason = "THREAD_BUSY"
 
 
 class LeaseLost(ThreadBusy):
@@ -38,17 +62,25 @@ class LeaseLost(ThreadBusy):
     was saved (→ ABORTED): another turn took the thread over, e.g. after the
     database dropped the turn's lock session."""
 
+    default_reason = "LEASE_LOST"
+
 
 class RequestIdReused(DiwaniyaError):
     """A ``request_id`` already names a different message (→ ALREADY_EXISTS)."""
+
+    default_reason = "REQUEST_ID_REUSED"
 
 
 class Unauthenticated(DiwaniyaError):
     """Missing or wrong credentials (→ UNAUTHENTICATED)."""
 
+    default_reason = "UNAUTHENTICATED"
+
 
 class PermissionDenied(DiwaniyaError):
     """Credentials are valid but do not allow this (→ PERMISSION_DENIED)."""
+
+    default_reason = "PERMISSION_DENIED"
 
 
 class ResourceExhausted(DiwaniyaError):
@@ -57,13 +89,18 @@ class ResourceExhausted(DiwaniyaError):
     ``retry_after_s``: when trying again is likely to work (sent as RetryInfo).
     """
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
+    default_reason = "RESOURCE_EXHAUSTED"
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None,
+                 reason: str | None = None) -> None:
+        super().__init__(message, reason=reason)
         self.retry_after_s = retry_after_s
 
 
 class DeadlineExceeded(DiwaniyaError):
     """The turn ran past its deadline (→ DEADLINE_EXCEEDED)."""
+
+    default_reason = "DEADLINE_EXCEEDED"
 
 
 class Unavailable(DiwaniyaError):
@@ -72,8 +109,11 @@ class Unavailable(DiwaniyaError):
     ``retry_after_s``: when trying again is likely to work (sent as RetryInfo).
     """
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
+    default_reason = "UNAVAILABLE"
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None,
+                 reason: str | None = None) -> None:
+        super().__init__(message, reason=reason)
         self.retry_after_s = retry_after_s
 
 
@@ -85,12 +125,17 @@ class StoreUnavailable(Unavailable):
     hanging or reporting an internal error.
     """
 
-    def __init__(self, message: str, *, retry_after_s: float | None = 1.0) -> None:
-        super().__init__(message, retry_after_s=retry_after_s)
+    default_reason = "STORE_UNAVAILABLE"
+
+    def __init__(self, message: str, *, retry_after_s: float | None = 1.0,
+                 reason: str | None = None) -> None:
+        super().__init__(message, retry_after_s=retry_after_s, reason=reason)
 
 
 class ModelError(DiwaniyaError):
     """The language model failed in a way retries could not fix (→ UNAVAILABLE)."""
+
+    default_reason = "MODEL_ERROR"
 
 
 class ModelUnavailable(ModelError):
@@ -99,10 +144,21 @@ class ModelUnavailable(ModelError):
     Nothing was added to the thread: the same message (same ``request_id``) can be sent again.
     """
 
+    default_reason = "MODEL_UNAVAILABLE"
+
 
 class ConfigurationError(DiwaniyaError):
     """The operator's configuration is wrong; raised at start-up (→ FAILED_PRECONDITION)."""
 
+    default_reason = "CONFIGURATION_ERROR"
+
 
 class CalendarRangeError(InvalidRequest):
     """A date outside the Umm al-Qura calendar's supported range (→ INVALID_ARGUMENT)."""
+
+    default_reason = "DATE_OUT_OF_RANGE"
+
+    def __init__(self, message: str, *, field: str | None = "client_time",
+                 reason: str | None = None) -> None:
+        # Only a client's time can leave the calendar's range (the server clock cannot).
+        super().__init__(message, field=field, reason=reason)

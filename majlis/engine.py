@@ -30,6 +30,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 import nlp
+from diwaniya.config import settings_values
 from diwaniya.errors import (
     DeadlineExceeded,
     DiwaniyaError,
@@ -87,6 +88,14 @@ class EngineConfig:
     default_timezone: str = "Asia/Kuwait"
     # How long a request_id replays its turn (and binds its content).
     replay_window_s: float = 86400.0
+
+    @classmethod
+    def from_settings(cls, settings: object) -> EngineConfig:
+        """The engine's part of the operator's settings (see ``diwaniya.config``)."""
+        return cls(limits=Limits.from_settings(settings), **settings_values(
+            cls, settings, {"policy": "concurrency_policy",
+                            "turn_timeout_s": "default_turn_timeout_s",
+                            "replay_window_s": "request_replay_window_s"}, skip={"limits"}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,11 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import nlp
+from diwaniya.config import settings_values
 from diwaniya.errors import InvalidRequest
 from nlp import pii
 
@@ -32,6 +34,11 @@ _WHITESPACE = re.compile(r"\s+")
 class Limits:
     max_text_chars: int = 4000
     max_token_chars: int = 200
+
+    @classmethod
+    def from_settings(cls, settings: object) -> Self:
+        """From ``DIWANIYA_MAX_TEXT_CHARS`` / ``DIWANIYA_MAX_TOKEN_CHARS``."""
+        return cls(**settings_values(cls, settings))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,31 +104,29 @@ def clean_text(text: str, limits: Limits) -> str:
     if len(text) > limits.max_text_chars * 4:
         # Cheap early exit before any normalisation work on a huge payload.
         raise InvalidRequest(
-            f"text is {len(text)} characters; the limit is {limits.max_text_chars}", field="text"
-        )
+            f"text is {len(text)} characters; the limit is {limits.max_text_chars}", field="text",
+            reason="TEXT_TOO_LONG")
     bad = _CONTROL.search(text)
     if bad:
         raise InvalidRequest(
             f"text contains the control character U+{ord(bad.group()):04X} at position "
             f"{bad.start()}; remove it and send again",
-            field="text",
-        )
+            field="text", reason="TEXT_CONTROL_CHARACTER")
     cleaned = nlp.clean(text).strip()
     if not cleaned or all(unicodedata.category(c)[0] in "CZ" for c in cleaned):
         raise InvalidRequest(
-            "text is empty (after removing invisible formatting characters)", field="text"
-        )
+            "text is empty (after removing invisible formatting characters)", field="text",
+            reason="TEXT_EMPTY")
     if len(cleaned) > limits.max_text_chars:
         raise InvalidRequest(
-            f"text is {len(cleaned)} characters; the limit is {limits.max_text_chars}", field="text"
-        )
+            f"text is {len(cleaned)} characters; the limit is {limits.max_text_chars}",
+            field="text", reason="TEXT_TOO_LONG")
     longest = max((len(w) for w in _WHITESPACE.split(cleaned)), default=0)
     if longest > limits.max_token_chars:
         raise InvalidRequest(
             f"text contains a {longest}-character word; the limit is {limits.max_token_chars} "
             "characters between spaces",
-            field="text",
-        )
+            field="text", reason="TEXT_WORD_TOO_LONG")
     return pii.mask(cleaned)
 
 

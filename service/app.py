@@ -8,6 +8,7 @@ the server, the CLI and the tests alike.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 import nlp
+from diwaniya.config import settings_values
 from diwaniya.errors import ConfigurationError
 from majlis import culture
 from majlis.engine import ConversationEngine, EngineConfig
@@ -26,7 +29,6 @@ from majlis.graph import GraphDeps, build_graph
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
 from majlis.pg_budget import PoolBudget, application_name, split_budget
-from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
 from majlis.tools import WebhookTool, WebhookToolConfig
 from majlis.tools.per_turn import TurnTools
@@ -50,6 +52,8 @@ class App:
     http: httpx.AsyncClient
     draining: asyncio.Event = field(default_factory=asyncio.Event)
     telemetry: Telemetry | None = None
+    # Everything build_app opened, closed in reverse order by close().
+    resources: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     async def ready(self) -> None:
         await self.persistence.ping()
@@ -59,118 +63,100 @@ class App:
         auth = ApiKeyAuth(s.api_keys, keys_file=s.api_keys_file, reload_s=s.api_keys_reload_s)
         check_exposure(listen or s.listen, auth, allow_anonymous=s.allow_anonymous)
         servicer = ConversationsServicer(self.engine, auth, self.draining)
-        options = ServerOptions(
-            listen=listen or s.listen, reflection=s.reflection,
+        options = ServerOptions.from_settings(
+            s, listen=listen or s.listen, reuse_port=reuse_port,
             tls=ServerTls.from_settings(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file,
                                         s.tls_require_client_cert),
-            max_connection_age_s=s.max_connection_age_s,
-            max_connection_age_grace_s=s.max_connection_age_grace_s,
-            health_listen=s.health_listen,
-            max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
-            keepalive_time_s=s.keepalive_time_s, keepalive_timeout_s=s.keepalive_timeout_s,
-            drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
-            readiness_interval_s=s.readiness_interval_s, reuse_port=reuse_port,
             interceptors=self.telemetry.interceptors(auth.tenant) if self.telemetry else (),
         )
         return Server(servicer, self.ready, options, self.draining)
 
     async def close(self) -> None:
-        # First: turns the server cancelled on shutdown still hold thread
-        # locks; they give them back before any connection closes.
-        await self.persistence.drain()
-        await self.http.aclose()
-        await self.store.close()
-        await self.persistence.close()
-        if self.telemetry is not None:
-            self.telemetry.close()
+        """Close everything build_app opened; a second call does nothing."""
+        await self.resources.aclose()
 
 
 def model_config(settings: Settings, tenant: TenantSettings | None = None,
                  secrets: Mapping[str, str] | None = None) -> ModelConfig | None:
-    t = tenant or TenantSettings()
-    base_url = t.model_base_url or settings.model_base_url
-    if not base_url:
+    """The tenant's model (its overrides over the service's settings); None: offline."""
+    s = settings.for_tenant(tenant)
+    if not s.model_base_url:
         return None
-    key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
-    if t.model_api_key_env:
-        key = (secrets or {}).get(t.model_api_key_env)
+    key = s.model_api_key.get_secret_value() if s.model_api_key else None
+    key_env = tenant.model_api_key_env if tenant else None
+    if key_env:
+        key = (secrets or {}).get(key_env)
         if key is None:
             raise ConfigurationError(
-                f"model_api_key_env {t.model_api_key_env!r} is not set in the environment")
+                f"model_api_key_env {key_env!r} is not set in the environment")
     extra: dict[str, Any] = {"api_key": key} if key else {}
     return ModelConfig(
-        base_url=base_url, model=t.model_name or settings.model_name,
-        temperature=settings.model_temperature, max_tokens=settings.model_max_tokens,
-        timeout_s=settings.model_timeout_s,
-        price_prompt_per_1k=_first(t.model_price_prompt_per_1k,
-                                   settings.model_price_prompt_per_1k),
-        price_completion_per_1k=_first(t.model_price_completion_per_1k,
-                                       settings.model_price_completion_per_1k),
-        **extra,
-    )
-
-
-def _first(value: Any, default: Any) -> Any:
-    return default if value is None else value
+        base_url=s.model_base_url, model=s.model_name, temperature=s.model_temperature,
+        max_tokens=s.model_max_tokens, timeout_s=s.model_timeout_s,
+        price_prompt_per_1k=s.model_price_prompt_per_1k,
+        price_completion_per_1k=s.model_price_completion_per_1k, **extra)
 
 
 def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
                  http: httpx.AsyncClient, secrets: Mapping[str, str] | None = None,
                  model: ChatModel | None = None,
                  webhooks: list[WebhookToolConfig] | None = None) -> Tenant:
-    t = tenant or TenantSettings()
-    offsets = {**settings.country_offsets, **(t.country_offsets or {})}
-    days = {**settings.national_days, **(t.national_days or {})}
-    calendar = culture.SeasonCalendar(country_offsets=offsets, national_days=days or None)
-    profile = culture.ToneProfile(
-        persona_name=_first(t.persona_name, settings.persona_name),
-        register_policy=_first(t.register_policy, settings.register_policy),
-        formality_floor=_first(t.formality_floor, settings.formality_floor),
-        greeting_style=_first(t.greeting_style, settings.greeting_style),
-        religious_greetings=_first(t.religious_greetings, settings.religious_greetings))
-    config = model_config(settings, t, secrets)
+    s = settings.for_tenant(tenant)
+    calendar = culture.SeasonCalendar(country_offsets=s.country_offsets,
+                                      national_days=s.national_days or None)
+    # The calendar carries the national days and offsets; the profile, the voice.
+    profile = culture.ToneProfile(**settings_values(
+        culture.ToneProfile, s, skip={"national_days", "hijri_offsets"}))
+    config = model_config(settings, tenant, secrets)
     if model is None:
         model = (OpenAICompatibleModel(config) if config
                  else OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
                                        dialect_cue=nlp.has_dialect_words))
     if webhooks is None:
-        webhooks = load_webhooks(t.tools_file or settings.tools_file)
+        webhooks = load_webhooks(s.tools_file)
     tools = tuple(WebhookTool(cfg, http, secrets=secrets) for cfg in webhooks)
     # Only a configured model can fail; the offline responder is its own fallback.
-    on_failure = _first(t.on_model_failure, settings.on_model_failure)
     fallback = (OfflineResponder(keys=nlp.search_keys)
-                if config is not None and on_failure == "offline" else None)
+                if config is not None and s.on_model_failure == "offline" else None)
     return Tenant(profile, calendar, model, config.pricing() if config else None, tools,
-                  fallback=fallback, handoff_webhook=handoff_webhook(settings, t, http, secrets),
-                  pii_to_model=t.pii_to_model or settings.pii_to_model)
+                  fallback=fallback, handoff_webhook=handoff_webhook(s, http, secrets),
+                  pii_to_model=s.pii_to_model)
 
 
-def handoff_webhook(settings: Settings, tenant: TenantSettings, http: httpx.AsyncClient,
+def handoff_webhook(settings: Settings, http: httpx.AsyncClient,
                     secrets: Mapping[str, str] | None) -> WebhookTool | None:
-    """The tenant's handoff webhook (its own, else the service-wide one), or None."""
-    own = tenant.handoff_webhook_url is not None
-    url = tenant.handoff_webhook_url if own else settings.handoff_webhook_url
-    if url is None:
+    """The handoff webhook of (tenant-merged, :meth:`Settings.for_tenant`) settings, or None."""
+    if settings.handoff_webhook_url is None:
         return None
-    header = tenant.handoff_webhook_auth_header if own else settings.handoff_webhook_auth_header
-    secret_env = (tenant.handoff_webhook_secret_env if own
-                  else settings.handoff_webhook_secret_env)
     config = WebhookToolConfig(
         name="handoff_webhook", description_ar="إشعار بتحويل محادثة إلى موظف",
-        url=url, method="POST",
-        timeout_s=_first(tenant.handoff_webhook_timeout_s, settings.handoff_webhook_timeout_s),
-        auth_header_name=header, auth_secret_env=secret_env)
+        url=settings.handoff_webhook_url, method="POST",
+        timeout_s=settings.handoff_webhook_timeout_s,
+        auth_header_name=settings.handoff_webhook_auth_header,
+        auth_secret_env=settings.handoff_webhook_secret_env)
     return WebhookTool(config, http, secrets=secrets)
 
 
 def load_webhooks(path: Path | None) -> list[WebhookToolConfig]:
+    """The webhook tools declared in ``path``, or ONE line saying what is wrong where."""
     if path is None:
         return []
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return [WebhookToolConfig.model_validate(item) for item in raw]
     except (OSError, ValueError) as exc:
         raise ConfigurationError(f"cannot load tools from {path}: {exc}") from exc
+    if not isinstance(raw, list):
+        raise ConfigurationError(f"cannot load tools from {path}: expected a JSON list of tools")
+    tools = []
+    for number, item in enumerate(raw, 1):
+        try:
+            tools.append(WebhookToolConfig.model_validate(item))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'tool'}: {e['msg']}"
+                                 for e in exc.errors())
+            raise ConfigurationError(
+                f"cannot load tools from {path}: tool {number}: {problems}") from None
+    return tools
 
 
 def preflight(settings: Settings, listen: str | None = None, *, workers: int = 1) -> None:
@@ -228,50 +214,54 @@ async def build_app(
     settings: Settings, *, clock: culture.Clock | None = None, model: ChatModel | None = None,
     webhooks: list[WebhookToolConfig] | None = None, telemetry: Telemetry | None = None,
 ) -> App:
-    # Before anything is opened: a bad key backend must not leak a pool.
-    keys = await asyncio.to_thread(search_key_function, settings, os.environ)
-    # OTEL_* from the environment; a bad exporter name fails here, before any pool opens.
-    telemetry = telemetry or Telemetry.configure(
-        environ=os.environ, traces=settings.traces, metrics_listen=settings.metrics_listen)
-    persistence = await open_persistence(settings)
-    try:
+    """Open and wire everything; a failure part-way closes what was already opened.
+
+    Every resource is entered on one :class:`contextlib.AsyncExitStack` as soon
+    as it exists, so a missing tools file (say) closes the pools and the
+    aiosqlite threads before the error reaches the caller — the process then
+    exits instead of hanging on live non-daemon threads.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        # Before anything is opened: a bad key backend must not leak a pool.
+        keys = await asyncio.to_thread(search_key_function, settings, os.environ)
+        # OTEL_* from the environment; a bad exporter name fails here, before any pool opens.
+        telemetry = telemetry or Telemetry.configure(
+            environ=os.environ, traces=settings.traces, metrics_listen=settings.metrics_listen)
+        stack.callback(telemetry.close)
+        persistence = await open_persistence(settings)
+        stack.push_async_callback(persistence.close)
         store = await open_memory(settings, keys)
-    except BaseException:
-        await persistence.close()
-        raise
-    http = httpx.AsyncClient()
-    # The composition root is the one place allowed to read the environment.
-    secrets = dict(os.environ)
-    tenants = Tenants(
-        default=build_tenant(settings, http=http, secrets=secrets, model=model,
-                             webhooks=webhooks),
-        overrides={name: build_tenant(settings, t, http=http, secrets=secrets)
-                   for name, t in settings.tenants.items()},
-    )
-    # Spans at the database seams; models metered (tokens, cost, failures).
-    tenants = instrument(telemetry, tenants, persistence, store)
-    tools = TurnTools(store, tenants)
-    deps = GraphDeps(
-        identifier=dialect_identifier(),
-        tenants=tenants,
-        store=store,
-        extractor=RuleFactExtractor(),
-        tools=tools,
-        long_gap=timedelta(hours=settings.long_gap_hours),
-    )
-    graph = build_graph(deps, persistence.checkpointer)
-    engine = ConversationEngine(
-        graph, persistence, store, tenants, clock or culture.SystemClock(),
-        EngineConfig(
-            limits=Limits(max_text_chars=settings.max_text_chars,
-                          max_token_chars=settings.max_token_chars),
-            policy=settings.concurrency_policy, enqueue_wait_s=settings.enqueue_wait_s,
-            turn_timeout_s=settings.default_turn_timeout_s,
-            default_timezone=settings.default_timezone,
-            replay_window_s=settings.request_replay_window_s,
-        ),
-        tools=tools,
-    )
-    return App(settings, engine, persistence, store, http, telemetry=telemetry)
+        stack.push_async_callback(store.close)
+        http = await stack.enter_async_context(httpx.AsyncClient())
+        # Last in, first out: turns the server cancelled on shutdown still hold
+        # thread locks; they give them back before any connection closes.
+        stack.push_async_callback(persistence.drain)
+        # The composition root is the one place allowed to read the environment.
+        secrets = dict(os.environ)
+        tenants = Tenants(
+            default=build_tenant(settings, http=http, secrets=secrets, model=model,
+                                 webhooks=webhooks),
+            overrides={name: build_tenant(settings, t, http=http, secrets=secrets)
+                       for name, t in settings.tenants.items()},
+        )
+        # Spans at the database seams; models metered (tokens, cost, failures).
+        tenants = instrument(telemetry, tenants, persistence, store)
+        tools = TurnTools(store, tenants)
+        deps = GraphDeps(
+            identifier=dialect_identifier(),
+            tenants=tenants,
+            store=store,
+            extractor=RuleFactExtractor(),
+            tools=tools,
+            long_gap=timedelta(hours=settings.long_gap_hours),
+        )
+        graph = build_graph(deps, persistence.checkpointer)
+        engine = ConversationEngine(graph, persistence, store, tenants,
+                                    clock or culture.SystemClock(),
+                                    EngineConfig.from_settings(settings), tools=tools)
+        # Built: from here on the App owns the resources (App.close).
+        return App(settings, engine, persistence, store, http, telemetry=telemetry,
+                   resources=stack.pop_all())
+    raise AssertionError("unreachable")  # mypy: async with may swallow exceptions
 
 

@@ -18,10 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from diwaniya.errors import DiwaniyaError
-from service.settings import Settings
+from diwaniya.errors import ConfigurationError, DiwaniyaError
+from service.settings import Settings, load_settings, unknown_variables
 
 if TYPE_CHECKING:
     from service.client import ClientTls
@@ -136,6 +134,13 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     if n == 1:
         asyncio.run(_serve(settings, args.listen))
         return 0
+    tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
+    if tools_files - {None}:
+        # Checked once here: otherwise each of the N workers prints the same error.
+        from service.app import load_webhooks
+
+        for path in tools_files:
+            load_webhooks(path)
     if settings.migrate_on_start:
         asyncio.run(_migrate(settings))
     return workers.supervise(
@@ -157,7 +162,13 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
             metrics_port = app.telemetry.serve_metrics(_worker_metrics_listen(settings))
             logging.getLogger("diwaniya").info("metrics on /metrics, port %d", metrics_port)
         server = app.server(listen=listen, reuse_port=reuse_port)
-        port = await server.start()
+        try:
+            port = await server.start()
+        except (OSError, RuntimeError) as exc:
+            # grpc says "Failed to bind …" as a RuntimeError: one line, status 2.
+            raise ConfigurationError(
+                f"cannot listen on {listen or settings.listen} (in use, or not an address of "
+                "this host); set DIWANIYA_LISTEN or --listen") from exc
         host = (listen or settings.listen).rpartition(":")[0]
         logging.getLogger("diwaniya").info(
             "serving diwaniya.v1.Conversations on %s:%d (%s, %s)", host, port,
@@ -225,6 +236,7 @@ async def _thread(settings: Settings, args: argparse.Namespace) -> int:
     import grpc
 
     from service.client import DiwaniyaClient
+    from service.errors import from_status
 
     target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
     async with DiwaniyaClient(target, api_key=args.api_key,
@@ -232,7 +244,9 @@ async def _thread(settings: Settings, args: argparse.Namespace) -> int:
         try:
             view = await client.release_handoff(args.thread, user_id=args.user)
         except grpc.aio.AioRpcError as exc:
-            print(f"diwaniya: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            error = from_status(exc)
+            print(f"diwaniya: {exc.code().name} ({error.reason}): {error.message}",
+                  file=sys.stderr)
             return 2
     print(json.dumps({"thread_id": view.thread_id, "handed_off": view.handed_off,
                       "messages": len(view.messages)}, ensure_ascii=False))
@@ -269,6 +283,7 @@ async def _kb(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; bad settings or configuration exit 2 with one line on stderr."""
     args = _parser().parse_args(argv)
     for stream in (sys.stdout, sys.stderr):
         # Arabic must print even under LANG=C.
@@ -280,9 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Until the settings are read (they may be invalid): JSON at INFO, text withheld.
     configure_logging()
     try:
-        settings = Settings()
+        # Settings first, before any heavy import: a bad value is one line, at once.
+        settings = load_settings()
         configure_logging(format=settings.log_format, level=settings.log_level,
                           message_text=settings.log_message_text)
+        for warning in unknown_variables(settings, os.environ):
+            logging.getLogger("diwaniya.settings").warning("%s", warning)
         if args.command == "serve":
             return _serve_command(settings, args)
         if args.command == "migrate":
@@ -295,12 +313,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_kb(settings, args))
     except DiwaniyaError as exc:
         print(f"diwaniya: {exc.message}", file=sys.stderr)
-        return 2
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"DIWANIYA_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors())
-        print(f"diwaniya: invalid settings — {problems}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

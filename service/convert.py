@@ -91,15 +91,9 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
         case ev.Queued():
             out.queued.CopyFrom(pb.Queued(reason=e.reason, position=e.position))
         case ev.TurnError():
-            out.error.CopyFrom(pb.Error(code=e.code, message=e.message, retryable=e.retryable))
+            out.error.CopyFrom(pb.Error(code=e.code, message=e.message, retryable=e.retryable,
+                                        reason=e.code.upper()))
     return out
-
-
-def error_event(
-    thread_id: str, code: str, message: str, *, retryable: bool = False
-) -> pb.TurnEvent:
-    return pb.TurnEvent(thread_id=thread_id, error=pb.Error(code=code, message=message,
-                                                            retryable=retryable))
 
 
 def thread(view: ThreadView) -> pb.Thread:

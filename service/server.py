@@ -8,14 +8,15 @@ import logging
 import signal
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from diwaniya.config import settings_values
 from diwaniya.errors import ConfigurationError
 from diwaniya.v1 import conversations_pb2 as pb
 from service import wire
@@ -155,6 +156,11 @@ class ServerOptions:
     health_listen: str | None = None
     # grpc.aio server interceptors, outermost first (service.telemetry: tracing, RPC logs).
     interceptors: Sequence[Any] = ()
+
+    @classmethod
+    def from_settings(cls, settings: object, **overrides: Any) -> Self:
+        """The settings of the same names; ``overrides`` (e.g. a ``--listen``) win."""
+        return replace(cls(**settings_values(cls, settings)), **overrides)
 
 
 class Server:

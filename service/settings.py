@@ -9,13 +9,40 @@ values they need.
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from diwaniya.errors import ConfigurationError
+
+PREFIX = "DIWANIYA_"
+# DIWANIYA_* variables read outside Settings: the settings file itself, the
+# CLI client's key, the supervisor's worker number (service.workers), the test
+# and bench databases, and the telemetry setup (docs: agreed telemetry names).
+OTHER_VARIABLES = frozenset({
+    "DIWANIYA_SETTINGS_FILE", "DIWANIYA_API_KEY", "DIWANIYA_WORKER_INDEX",
+    "DIWANIYA_TEST_PG_ADMIN", "DIWANIYA_BENCH_PG",
+    "DIWANIYA_METRICS_LISTEN", "DIWANIYA_LOG_FORMAT", "DIWANIYA_LOG_MESSAGE_TEXT",
+})
+_DSN_SCHEMES = ("postgresql://", "postgres://")
+_HTTP = r"^https?://"
 
 
 class TenantSettings(BaseModel):
@@ -30,7 +57,7 @@ class TenantSettings(BaseModel):
     religious_greetings: bool | None = None
     national_days: dict[str, list[tuple[int, int, str]]] | None = None
     country_offsets: dict[str, int] | None = None
-    model_base_url: str | None = None
+    model_base_url: str | None = Field(default=None, pattern=_HTTP)
     model_name: str | None = None
     # The name of an environment variable holding the API key (never the key itself).
     model_api_key_env: str | None = None
@@ -39,6 +66,11 @@ class TenantSettings(BaseModel):
     # The tenant's own webhook tools (JSON list); unset: the service-wide tools_file.
     tools_file: Path | None = None
     on_model_failure: Literal["error", "offline"] | None = None
+
+    @field_validator("tools_file")
+    @classmethod
+    def _check_tools(cls, value: Path | None) -> Path | None:
+        return _tools_file(value)
     handoff_webhook_url: str | None = Field(default=None, pattern=r"^https?://")
     handoff_webhook_timeout_s: float | None = Field(default=None, gt=0, le=60)
     handoff_webhook_auth_header: str | None = None
@@ -168,12 +200,12 @@ class Settings(BaseSettings):
     long_gap_hours: float = Field(default=6.0, gt=0)
 
     # --- model (unset base URL: the offline responder) ----------------------
-    model_base_url: str | None = None
-    model_name: str = "gpt-4o-mini"
+    model_base_url: str | None = Field(default=None, pattern=_HTTP)
+    model_name: str = Field(default="gpt-4o-mini", min_length=1)
     model_api_key: SecretStr | None = None
-    model_temperature: float = 0.3
-    model_max_tokens: int = 512
-    model_timeout_s: float = 60.0
+    model_temperature: float = Field(default=0.3, ge=0, le=2)
+    model_max_tokens: int = Field(default=512, ge=1)
+    model_timeout_s: float = Field(default=60.0, gt=0)
     model_price_prompt_per_1k: float = Field(default=0.0, ge=0)
     model_price_completion_per_1k: float = Field(default=0.0, ge=0)
     # JSON list of webhook tool declarations (majlis.tools.WebhookToolConfig);
@@ -241,6 +273,30 @@ class Settings(BaseSettings):
     def _upper_level(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("database_url")
+    @classmethod
+    def _check_dsn(cls, value: SecretStr | None) -> SecretStr | None:
+        # Checked here, not by the first connection attempt: a MySQL URL must
+        # not cost ten seconds of retries to report. Never echo the URL (password).
+        if value is not None and not value.get_secret_value().startswith(_DSN_SCHEMES):
+            scheme = value.get_secret_value().partition(":")[0][:20]
+            raise ValueError(f"the scheme {scheme!r} is not supported; use a PostgreSQL URL "
+                             "(postgresql://user@host:5432/db), or unset it for SQLite")
+        return value
+
+    @field_validator("tools_file")
+    @classmethod
+    def _check_tools(cls, value: Path | None) -> Path | None:
+        return _tools_file(value)
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> Self:
+        if self.pool_max_size is not None and self.pool_min_size > self.pool_max_size:
+            raise ValueError(
+                f"DIWANIYA_POOL_MIN_SIZE ({self.pool_min_size}) is larger than "
+                f"DIWANIYA_PG_POOL_MAX ({self.pool_max_size})")
+        return self
+
     @field_validator("default_timezone")
     @classmethod
     def _check_timezone(cls, value: str) -> str:
@@ -253,5 +309,118 @@ class Settings(BaseSettings):
                 f"{value!r} is not an IANA time zone such as Asia/Kuwait") from None
         return value
 
+    def for_tenant(self, tenant: TenantSettings | None) -> Settings:
+        """These settings with the tenant's SET fields laid over them, as data.
+
+        Dict-valued ones (``country_offsets``, ``national_days``) merge key by
+        key. A tenant with its own handoff webhook gets none of the service-wide
+        webhook's auth (header, secret): another party's credentials must never
+        be sent to the tenant's URL.
+
+        >>> s = Settings(persona_name="ديوانية", country_offsets={"KW": 1})
+        >>> t = s.for_tenant(TenantSettings(persona_name="مساعد", country_offsets={"SA": -1}))
+        >>> t.persona_name, t.country_offsets, t.greeting_style
+        ('مساعد', {'KW': 1, 'SA': -1}, 'warm')
+        """
+        if tenant is None:
+            return self
+        update = tenant.model_dump(exclude_unset=True, exclude_none=True,
+                                   exclude={"model_api_key_env"})
+        for name in ("country_offsets", "national_days"):
+            if name in update:
+                update[name] = {**getattr(self, name), **update[name]}
+        if "handoff_webhook_url" in update:
+            update.setdefault("handoff_webhook_auth_header", None)
+            update.setdefault("handoff_webhook_secret_env", None)
+        return self.model_copy(update=update)
+
     def database_dsn(self) -> str | None:
         return self.database_url.get_secret_value() if self.database_url else None
+
+
+def _tools_file(value: Path | None) -> Path | None:
+    """A tools file must exist and hold a JSON list, checked before anything starts."""
+    if value is None:
+        return None
+    try:
+        raw = json.loads(value.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read the tools file {str(value)!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ValueError(f"the tools file {str(value)!r} is not valid JSON ({exc})") from None
+    if not isinstance(raw, list):
+        raise ValueError(f"the tools file {str(value)!r} must hold a JSON list of tools")
+    return value
+
+
+def env_names() -> frozenset[str]:
+    """Every environment variable :class:`Settings` reads."""
+    names: set[str] = set()
+    for name, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            names.update(str(choice).upper() for choice in alias.choices)
+        else:
+            names.add(f"{PREFIX}{name.upper()}")
+    return frozenset(names)
+
+
+def _named_by(settings: Settings) -> Iterator[str]:
+    """Variables that settings name as holding secrets (``*_env`` values)."""
+    yield from filter(None, [settings.handoff_webhook_secret_env])
+    for tenant in settings.tenants.values():
+        yield from filter(None, [tenant.model_api_key_env, tenant.handoff_webhook_secret_env])
+
+
+def unknown_variables(settings: Settings, environ: Mapping[str, str]) -> list[str]:
+    """One warning per ``DIWANIYA_*`` variable nothing reads, with the closest valid name.
+
+    >>> unknown_variables(Settings(), {"DIWANIYA_POOL_MAX_SIZ": "4", "DIWANIYA_LISTEN": "x"})
+    ['DIWANIYA_POOL_MAX_SIZ is not a setting and is ignored; did you mean DIWANIYA_POOL_MAX_SIZE?']
+    """
+    known = env_names() | OTHER_VARIABLES | set(_named_by(settings))
+    warnings = []
+    for name in sorted(environ):
+        if not name.upper().startswith(PREFIX) or name.upper() in known:
+            continue
+        # Compared without the shared prefix, which would make every name "close".
+        stems = {k.removeprefix(PREFIX): k for k in known}
+        close = difflib.get_close_matches(name.upper().removeprefix(PREFIX), sorted(stems),
+                                          n=1, cutoff=0.6)
+        hint = f"; did you mean {stems[close[0]]}?" if close else ""
+        warnings.append(f"{name} is not a setting and is ignored{hint}")
+    return warnings
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """The variable a validation error is about: ``DIWANIYA_TENANTS (acme.persona_name)``."""
+    if not loc:
+        return ""
+    head = str(loc[0])
+    name = head.upper() if head.upper().startswith(PREFIX) or head == "DATABASE_URL" else (
+        f"{PREFIX}{head.upper()}")
+    rest = ".".join(str(part) for part in loc[1:])
+    return f"{name} ({rest}): " if rest else f"{name}: "
+
+
+def load_settings() -> Settings:
+    """The operator's settings from the environment, or a :class:`ConfigurationError`
+    of ONE line naming every bad variable (no traceback, no secret values echoed),
+    e.g. ``invalid settings — DIWANIYA_MODEL_TIMEOUT_S: Input should be greater than 0``.
+    """
+    settings_file = os.environ.get("DIWANIYA_SETTINGS_FILE")
+    if settings_file and not Path(settings_file).is_file():
+        raise ConfigurationError(
+            f"invalid settings — DIWANIYA_SETTINGS_FILE: {settings_file!r} is not a file")
+    try:
+        return Settings(_env_file=settings_file)  # type: ignore[call-arg]
+    except SettingsError as exc:
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"{PREFIX}{field.group(1).upper()}" if field else "a setting"
+        raise ConfigurationError(
+            f"invalid settings — {name}: not valid JSON ({exc.__cause__ or exc}); "
+            'write it as JSON, e.g. {"key": "tenant"}') from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{_where(e['loc'])}{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+        raise ConfigurationError(f"invalid settings — {problems}") from None

@@ -25,7 +25,9 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from diwaniya.errors import InvalidRequest
 from diwaniya.v1 import conversations_pb2 as pb
+from service.errors import abort
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Conversations"]
 
@@ -41,6 +43,9 @@ class Undecodable:
     def message(self) -> str:
         return (f"the request is not a valid {self.type_name} ({self.detail}); string fields "
                 "must be valid UTF-8 — check the client's encoding and its copy of the proto")
+
+    def error(self) -> InvalidRequest:
+        return InvalidRequest(self.message, reason="MALFORMED_MESSAGE")
 
 
 def tolerant(cls: type[Message]) -> Callable[[bytes], Message | Undecodable]:
@@ -58,7 +63,7 @@ def tolerant(cls: type[Message]) -> Callable[[bytes], Message | Undecodable]:
 def _unary_unary(method: Callable[..., Any]) -> Callable[..., Any]:
     async def handler(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if isinstance(request, Undecodable):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+            await abort(context, request.error())
         return await method(request, context)
 
     return handler
@@ -68,7 +73,7 @@ def _unary_stream(method: Callable[..., Any]) -> Callable[..., Any]:
     async def handler(request: Any, context: grpc.aio.ServicerContext[Any, Any]
                       ) -> AsyncIterator[Any]:
         if isinstance(request, Undecodable):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+            await abort(context, request.error())
         async for item in method(request, context):
             yield item
 

@@ -491,21 +491,27 @@ class Error(_message.Message):
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     RETRYABLE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
     code: _builtins.str
     """stable machine-readable code, e.g. "model_error" """
     message: _builtins.str
     """for a human"""
     retryable: _builtins.bool
+    reason: _builtins.str
+    """The same stable reason a failed RPC sends as google.rpc.ErrorInfo.reason,
+    e.g. "THREAD_BUSY", "TEXT_TOO_LONG", "INTERNAL".
+    """
     def __init__(
         self,
         *,
         code: _builtins.str = ...,
         message: _builtins.str = ...,
         retryable: _builtins.bool = ...,
+        reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "retryable", b"retryable"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "reason", b"reason", "retryable", b"retryable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -29,6 +29,7 @@ from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from majlis.culture import FixedClock
 from service import Settings, build_app
+from service.errors import from_status
 from tests.service.conftest import DEFAULT_TIME
 
 BAD_CODES = {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL}
@@ -169,21 +170,36 @@ def _timed(seconds: int, timezone: str, *, nanos: int = 0) -> pb.SendMessageRequ
     return msg
 
 
+# Statuses only our handlers produce (not grpc's own limits or the client's deadline):
+# each must carry google.rpc details with a stable reason (service.errors.translate).
+OURS = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.ABORTED,
+        grpc.StatusCode.FAILED_PRECONDITION}
+
+
+def _check_status(exc: grpc.RpcError) -> None:
+    assert exc.code() not in BAD_CODES, (exc.code(), exc.details())
+    if exc.code() in OURS:
+        error = from_status(exc)
+        assert error.reason not in ("", "ERROR"), (exc.code(), exc.details())
+
+
 def _check(call: Any) -> None:
     """Consume a call; only its status matters (and no in-stream error says internal)."""
     try:
         for event in call:
             if event.HasField("error"):
                 assert event.error.code not in BAD_EVENT_CODES, event.error
+                assert event.error.reason, event.error
     except grpc.RpcError as exc:
-        assert exc.code() not in BAD_CODES, (exc.code(), exc.details())
+        _check_status(exc)
 
 
 def _check_unary(fn: Any, request: Any) -> None:
     try:
         fn(request, timeout=30)
     except grpc.RpcError as exc:
-        assert exc.code() not in BAD_CODES, (exc.code(), exc.details())
+        _check_status(exc)
 
 
 # -------------------------------------------------------------------- tests
@@ -218,6 +234,11 @@ def test_fuzz_converse(live: tuple[grpc.Channel, str]) -> None:
 
     @FUZZ
     @given(st.lists(client_messages, min_size=1, max_size=3))
+    # The year-9999 instants of the SendMessage examples, inside a stream (error events).
+    @example([pb.ClientMessage(message=_timed(253402300799, "Asia/Kuwait")),
+              pb.ClientMessage(message=_timed(2**62, "Etc/GMT-14", nanos=-1))])
+    @example([pb.ClientMessage(approval=pb.Approval(user_id="fuzz-user", thread_id=thread_id,
+                                                    call_id="x" * 10_000))])
     def run(messages: list[pb.ClientMessage]) -> None:
         _check(stub.Converse(iter(messages), timeout=30))
 

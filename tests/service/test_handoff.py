@@ -152,7 +152,7 @@ async def test_cli_thread_release(run_service, tmp_path, monkeypatch, capsys) ->
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"thread_id": thread_id, "handed_off": False,
                                        "messages": 2}
-    assert other.returncode == 2 and "NOT_FOUND" in other.stderr
+    assert other.returncode == 2 and "NOT_FOUND (THREAD_NOT_FOUND)" in other.stderr
     assert not thread.handed_off
 
 
