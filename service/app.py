@@ -188,7 +188,8 @@ async def open_persistence(settings: Settings) -> Persistence:
             dsn, prepare_threshold=settings.prepare_threshold, migrate=settings.migrate_on_start,
             max_waiters=settings.enqueue_max_waiters,
             options=PoolOptions(
-                min_size=settings.pool_min_size, max_size=budget.queries,
+                # With --workers the share shrinks: min never above max.
+                min_size=min(settings.pool_min_size, budget.queries), max_size=budget.queries,
                 lock_pool_size=budget.locks,
                 application_name=application_name(settings.pg_application_name),
                 checkout_timeout_s=settings.pg_checkout_timeout_s,
