@@ -249,7 +249,6 @@ async def build_app(
             default_timezone=settings.default_timezone,
             replay_window_s=settings.request_replay_window_s,
         ),
-        tools=tools,
     )
     return App(settings, engine, persistence, store, http)
 
