@@ -49,19 +49,10 @@ class PhaseNode:
         gender = cues.self_gender or state.get("gender")
         first_contact = not state.get("messages") or step.new_cycle
         tone = culture.compute_tone(
-            tenant.profile,
-            region=voice,
-            cues=cues,
+            tenant.profile, region=voice, cues=cues,
             turn_index=len(state.get("messages", [])) // 2,
             known_gender=gender,  # type: ignore[arg-type]
-            moment=moment,
-            prior_formality=state.get("formality"),
-            voice=voice,
-        )
-        opening = culture.compose_opening(
-            cues, region=tone.register, tone=tone, moment=moment, first_contact=first_contact
-        )
-        closing = culture.compose_closing(cues, region=tone.register, tone=tone)
+            moment=moment, prior_formality=state.get("formality"), voice=voice)
         return {"setting": Setting(
             phase=str(step.current),
             previous_phase=previous_raw or "",
@@ -73,8 +64,9 @@ class PhaseNode:
             tone_prompt=tone.to_prompt(),
             formality=tone.formality,
             gender=gender,
-            opening=opening,
-            closing=closing,
+            opening=culture.compose_opening(cues, region=tone.register, tone=tone,
+                                            moment=moment, first_contact=first_contact),
+            closing=culture.compose_closing(cues, region=tone.register, tone=tone),
             hijri=moment.hijri,
             local_time=moment.local.isoformat(),
             modifiers=tuple(m.key for m in moment.modifiers),

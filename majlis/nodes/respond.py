@@ -33,7 +33,7 @@ from majlis.records import (
 )
 from majlis.state import ThreadState, history
 from majlis.tenants import Tenant, Tenants
-from majlis.tools import ToolContext, ToolRegistry, run_model_turn
+from majlis.tools import ToolContext, ToolRegistry, TurnOutput, run_model_turn
 from nlp import pii
 
 log = logging.getLogger("diwaniya.majlis")
@@ -87,43 +87,56 @@ class Respond:
         ctx = ToolContext(tenant=inp.tenant, user_id=inp.user_id, thread_id=inp.thread_id,
                           turn_id=inp.turn_id, deadline=inp.deadline)
         started = time.monotonic()
-        try:
-            out = await run_model_turn(tenant.model, request, registry, ctx, emit,
-                                       prices=tenant.prices)
-        except ModelUnavailable as exc:
-            # Raising here, before ``remember``, leaves the thread untouched (see
-            # majlis.state); the tenant may prefer an offline answer to an error.
-            if tenant.fallback is None:
-                log.warning("model failed on thread %s turn %s: %s; the turn fails "
-                            "UNAVAILABLE and nothing is saved", inp.thread_id,
-                            inp.turn_id, exc.message)
-                raise
-            log.warning("model failed on thread %s turn %s: %s; answering with the "
-                        "offline responder", inp.thread_id, inp.turn_id, exc.message)
-            out = await run_model_turn(tenant.fallback, request, registry, ctx, emit)
-        usage = out.usage
-        return {"reply": Reply(
-            # Masked like the user's text when the model saw it as typed: a
-            # model echoing the customer's number must not make the stored
-            # reply hold it. Otherwise nothing raw reached the responder, and
-            # what the reply quotes is the tenant's own (a support e-mail in
-            # the knowledge base is not the customer's personal data).
-            text=_mask_echo(out.text, raw),
-            events=tuple(emit.events),
-            usage=None if usage is None else ModelUsage(
-                model=usage.model, prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd),
-            handoff=out.handoff,
-            held={e["call_id"]: HeldCall(name=e["name"], arguments_json=e["arguments_json"],
-                                         turn_id=inp.turn_id)
-                  for e in emit.events if e["kind"] == "approval_required"},
-            # Committed to the thread by the last node only (see majlis.state).
-            support=sup.state,
-            # A bare «48213» answering our question: a fact the extractor cannot see.
-            support_answered=({support.ORDER: sup.known[support.ORDER]}
-                              if sup.pending_request else {}),
-            respond_s=round(time.monotonic() - started, 4),
-        )}
+        out = await _answer(tenant, request, registry, ctx, emit)
+        return {"reply": _reply(out, emit.events, inp, sup, raw=raw,
+                                respond_s=round(time.monotonic() - started, 4))}
+
+
+def _reply(out: TurnOutput, events: list[dict[str, Any]], inp: TurnInput,
+           sup: support.SupportTurn, *, raw: str | None, respond_s: float) -> Reply:
+    """The node's record of what the model (or responder) said and asked for."""
+    usage = out.usage
+    return Reply(
+        # Masked like the user's text when the model saw it as typed: a
+        # model echoing the customer's number must not make the stored
+        # reply hold it. Otherwise nothing raw reached the responder, and
+        # what the reply quotes is the tenant's own (a support e-mail in
+        # the knowledge base is not the customer's personal data).
+        text=_mask_echo(out.text, raw),
+        events=tuple(events),
+        usage=None if usage is None else ModelUsage(
+            model=usage.model, prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd),
+        handoff=out.handoff,
+        held={e["call_id"]: HeldCall(name=e["name"], arguments_json=e["arguments_json"],
+                                     turn_id=inp.turn_id)
+              for e in events if e["kind"] == "approval_required"},
+        # Committed to the thread by the last node only (see majlis.state).
+        support=sup.state,
+        # A bare «48213» answering our question: a fact the extractor cannot see.
+        support_answered=({support.ORDER: sup.known[support.ORDER]}
+                          if sup.pending_request else {}),
+        respond_s=respond_s,
+    )
+
+
+async def _answer(tenant: Tenant, request: ModelRequest, registry: ToolRegistry,
+                  ctx: ToolContext, emit: Emitter) -> TurnOutput:
+    """The tenant's model, or its offline fallback when the model is unavailable."""
+    try:
+        return await run_model_turn(tenant.model, request, registry, ctx, emit,
+                                    prices=tenant.prices)
+    except ModelUnavailable as exc:
+        # Raising here, before ``remember``, leaves the thread untouched (see
+        # majlis.state); the tenant may prefer an offline answer to an error.
+        if tenant.fallback is None:
+            log.warning("model failed on thread %s turn %s: %s; the turn fails "
+                        "UNAVAILABLE and nothing is saved", ctx.thread_id, ctx.turn_id,
+                        exc.message)
+            raise
+        log.warning("model failed on thread %s turn %s: %s; answering with the "
+                    "offline responder", ctx.thread_id, ctx.turn_id, exc.message)
+        return await run_model_turn(tenant.fallback, request, registry, ctx, emit)
 
 
 def _responder_context(inp: TurnInput, analysis: Analysis, setting: Setting,
