@@ -17,9 +17,11 @@ Invariants:
 * ``handoff`` is set by the turn whose ``handoff_to_human`` ran (``active``,
   ``reason``, ``summary_ar``, ``at``, ``notified``) and cleared by
   ``ReleaseHandoff``; while active, turns are acknowledged, not answered.
-* ``messages`` and ``pending_approvals`` hold records; threads written before
-  hold dicts there, so they are read through ``ThreadMessage.read`` and
-  ``HeldCall.read``.
+* ``messages`` holds ``ThreadMessage.to_state()`` dicts, read through
+  :func:`history`: the history grows with the thread and is rewritten with
+  every checkpoint, so it stays in the form msgpack packs natively.
+  ``pending_approvals`` holds ``HeldCall`` records (dicts in older threads),
+  read through :func:`held_calls`.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ def merge_pending(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, 
 
 
 class ThreadState(TypedDict, total=False):
-    # Records; dicts in threads from before majlis.records (ThreadMessage.read).
-    messages: Annotated[list[ThreadMessage | dict[str, Any]], operator.add]
+    # ThreadMessage.to_state() dicts; read them through history().
+    messages: Annotated[list[dict[str, Any]], operator.add]
     phase: str
     cycle: int
     dialect: str

@@ -55,9 +55,11 @@ class Remember:
         update: dict[str, Any] = {
             "messages": [
                 ThreadMessage(role="user", text=inp.text, turn_id=inp.turn_id,
-                              phase=setting.phase, dialect=analysis.dialect, at=inp.at),
+                              phase=setting.phase, dialect=analysis.dialect,
+                              at=inp.at).to_state(),
                 ThreadMessage(role="assistant", text=reply.text, turn_id=inp.turn_id,
-                              phase=setting.phase, dialect=analysis.dialect, at=inp.at)],
+                              phase=setting.phase, dialect=analysis.dialect,
+                              at=inp.at).to_state()],
             "last_user_at": inp.at.isoformat(),
             "usage": usage,
             # What earlier nodes worked out, committed together with the turn.
@@ -107,7 +109,7 @@ def _after_approval(state: ThreadState, inp: TurnInput, reply: Reply) -> dict[st
     dialect = state.get("dialect") or "msa"
     return {
         "messages": [ThreadMessage(role="assistant", text=reply.text, turn_id=inp.turn_id,
-                                   phase=phase, dialect=dialect, at=inp.at)],
+                                   phase=phase, dialect=dialect, at=inp.at).to_state()],
         "pending_approvals": {reply.settled: None},
         "outcome": completed_turn(inp, reply, (started_event(inp), *reply.events),
                                   phase=phase, dialect=dialect,
