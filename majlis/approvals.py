@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from diwaniya.errors import NotFound
 from majlis.events import Event, ToolResult
 from majlis.models import PhraseBook
-from majlis.models.offline import render_content
+from majlis.records import HeldCall
+from majlis.reply_text import render_content
 from majlis.tools import ToolContext, ToolRegistry
 
 
@@ -28,8 +29,14 @@ class ApprovalRequest:
     request_id: str = ""
 
 
+def not_held(call_id: str, thread_id: str) -> NotFound:
+    """The answer to an approval whose call is not (or no longer) held."""
+    return NotFound(f"no tool call {call_id} is waiting for approval on thread {thread_id}; "
+                    "it was settled already or never held")
+
+
 async def settle(
-    held: dict[str, Any], *, approved: bool, call_id: str, registry: ToolRegistry,
+    held: HeldCall, *, approved: bool, call_id: str, registry: ToolRegistry,
     ctx: ToolContext, phrases: PhraseBook, region: str,
 ) -> tuple[list[Event], str]:
     """Run (or decline) one held call → (events, reply text in the user's dialect).
@@ -38,10 +45,10 @@ async def settle(
     """
     if not approved:
         return [], phrases.say("approval_declined", region)
-    name = held["name"]
+    name = held.name
     tool = registry.get(name)
     try:
-        arguments = json.loads(held["arguments_json"])
+        arguments = json.loads(held.arguments_json)
     except ValueError:
         arguments = None
     if tool is None or not isinstance(arguments, dict):

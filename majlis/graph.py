@@ -1,7 +1,9 @@
 """The conversation graph: analyse → phase → recall → respond → remember.
 
 While the thread is handed off to a person, phase → hold → remember instead
-(an acknowledgement; no knowledge base, no model).
+(an acknowledgement; no knowledge base, no model). An approval enters at
+settle → remember: the held tool call runs (or is declined) as a turn of its
+own, through the same engine path as a message (lock, deadline, replay, commit).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 from opentelemetry import trace
 
 import nlp
-from majlis.nodes import Analyse, Hold, PhaseNode, Recall, Remember, Respond, handed_off
+from majlis.nodes import Analyse, Hold, PhaseNode, Recall, Remember, Respond, Settle, handed_off
 from majlis.nodes.respond import RegistryFactory
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
@@ -71,28 +73,40 @@ def _traced(name: str, node: Callable[[ThreadState], Any]) -> Callable[..., Any]
     return run
 
 
+def nodes(deps: GraphDeps) -> dict[str, Callable[..., Any]]:
+    """Every node of the graph by name — the one place they are made (a wrapper, e.g.
+    a tracing span per node, goes around this mapping)."""
+    return {
+        "analyse": _inline(Analyse(deps.identifier)),
+        "phase": _inline(PhaseNode(deps.tenants, long_gap=deps.long_gap)),
+        "recall": Recall(deps.store),
+        "respond": Respond(deps.tenants, deps.tools),
+        "hold": _inline(Hold()),
+        "settle": Settle(deps.tools),
+        "remember": Remember(deps.store, deps.extractor),
+    }
+
+
 def build_graph(
     deps: GraphDeps, checkpointer: BaseCheckpointSaver[Any]
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph = StateGraph(ThreadState)
-
-    def add_node(name: str, node: Callable[[ThreadState], Any]) -> None:
+    for name, node in nodes(deps).items():
         graph.add_node(name, _traced(name, node))
-
-    add_node("analyse", _inline(Analyse(deps.identifier)))
-    add_node("phase", _inline(PhaseNode(deps.tenants, long_gap=deps.long_gap)))
-    add_node("recall", Recall(deps.store))
-    add_node("respond", Respond(deps.tenants, deps.tools))
-    add_node("remember", Remember(deps.store, deps.extractor))
-    add_node("hold", Hold())
-    graph.add_edge(START, "analyse")
+    graph.add_conditional_edges(START, _entry, {"settle": "settle", "analyse": "analyse"})
     graph.add_edge("analyse", "phase")
     graph.add_conditional_edges("phase", _after_phase, {"hold": "hold", "recall": "recall"})
     graph.add_edge("hold", "remember")
     graph.add_edge("recall", "respond")
     graph.add_edge("respond", "remember")
+    graph.add_edge("settle", "remember")
     graph.add_edge("remember", END)
     return graph.compile(checkpointer=checkpointer)
+
+
+def _entry(state: ThreadState) -> str:
+    """An approval settles its held call; a message is read from the start."""
+    return "settle" if state["input"].approval is not None else "analyse"
 
 
 def _after_phase(state: ThreadState) -> str:

@@ -35,6 +35,7 @@ from typing import Any
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
@@ -42,10 +43,22 @@ from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import ConfigurationError, Unavailable
 from majlis.fence import DeferredSaver
+from majlis.records import CHECKPOINT_TYPES
 from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
 from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
 from majlis.threads_sqlite import SqliteThreadStore, enable_wal
+
+
+def checkpoint_serde() -> JsonPlusSerializer:
+    """LangGraph's serde with our turn records allowed by name (majlis.records).
+
+    An explicit allowlist, not LangGraph's permissive default (which logs a
+    warning per type and is to become strict): anything else that is not one
+    of LangGraph's own safe types comes back as the dict of its fields, which
+    the records' readers accept.
+    """
+    return JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
 
 
 @dataclass
@@ -252,7 +265,7 @@ async def open_postgres(
         await lock_pool.close()
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
-    saver = DeferredSaver(AsyncPostgresSaver(pool))
+    saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
                        retry_after_s=o.retry_after_s)
 
@@ -263,7 +276,7 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
     saver_conn = await aiosqlite.connect(path)
     await enable_wal(saver_conn)
     registry_conn = await aiosqlite.connect(path)
-    inner = AsyncSqliteSaver(saver_conn)
+    inner = AsyncSqliteSaver(saver_conn, serde=checkpoint_serde())
     threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters)
     if migrate:
         await inner.setup()

@@ -2,19 +2,26 @@
 
 Invariants:
 * Only the last node of a turn (``remember``) writes thread-level fields:
-  ``messages`` (append-only), phase, dialect, usage, handoff. Earlier nodes write only
-  into ``turn``. A turn that fails or is cancelled half-way may leave a
-  checkpoint behind, but it differs from the last good one only in ``turn``,
-  which the next turn's input replaces — never half a turn in the thread.
-* ``turn`` is scratch space for the running turn; the input of each turn
-  replaces it wholesale (``{"reset": True, ...}``) and nodes merge into it.
+  ``messages`` (append-only), phase, dialect, usage, handoff. Earlier nodes write
+  only their own turn record. A turn that fails or is cancelled half-way may
+  leave a checkpoint behind, but it differs from the last good one only in the
+  turn records, which the next turn's input replaces — never half a turn in
+  the thread.
+* The turn records (``input`` … ``outcome``, see majlis.records) are scratch
+  space for the running turn: :func:`turn_start` sets ``input`` and clears the
+  others, and each node writes exactly one of them.
 * Replay records of request ids are not here: they live in the request table,
   written in the same fenced commit as the checkpoint (docs/fencing.md).
-  Checkpoints from before that still carry a ``completed`` channel, which is
-  simply no longer read.
+  Checkpoints from before that still carry a ``completed`` channel, and those
+  from before the records a ``turn`` dict; neither is declared, so neither is read.
 * ``handoff`` is set by the turn whose ``handoff_to_human`` ran (``active``,
   ``reason``, ``summary_ar``, ``at``, ``notified``) and cleared by
   ``ReleaseHandoff``; while active, turns are acknowledged, not answered.
+* ``messages`` holds ``ThreadMessage.to_state()`` dicts, read through
+  :func:`history`: the history grows with the thread and is rewritten with
+  every checkpoint, so it stays in the form msgpack packs natively.
+  ``pending_approvals`` holds ``HeldCall`` records (dicts in older threads),
+  read through :func:`held_calls`.
 """
 
 from __future__ import annotations
@@ -22,12 +29,16 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-
-def merge_turn(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """Reducer for ``turn``: ``reset`` starts a new turn, anything else merges."""
-    if new.get("reset"):
-        return {k: v for k, v in new.items() if k != "reset"}
-    return {**(old or {}), **new}
+from majlis.records import (
+    Analysis,
+    CompletedTurn,
+    HeldCall,
+    Recollection,
+    Reply,
+    Setting,
+    ThreadMessage,
+    TurnInput,
+)
 
 
 def merge_pending(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +48,7 @@ def merge_pending(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, 
 
 
 class ThreadState(TypedDict, total=False):
+    # ThreadMessage.to_state() dicts; read them through history().
     messages: Annotated[list[dict[str, Any]], operator.add]
     phase: str
     cycle: int
@@ -55,6 +67,29 @@ class ThreadState(TypedDict, total=False):
     support: dict[str, Any]
     # {active, reason, summary_ar, at, notified, notify_error}; see majlis.nodes.handoff.
     handoff: dict[str, Any]
-    # Tool calls held for the caller's approval: call_id → {name, arguments_json, ...}.
-    pending_approvals: Annotated[dict[str, Any], merge_pending]
-    turn: Annotated[dict[str, Any], merge_turn]
+    # Tool calls held for the caller's approval: call_id → HeldCall (a dict before records).
+    pending_approvals: Annotated[dict[str, HeldCall | dict[str, Any]], merge_pending]
+    # This turn, one record per step (majlis.records).
+    input: TurnInput
+    analysis: Analysis | None
+    setting: Setting | None
+    recollection: Recollection | None
+    reply: Reply | None
+    outcome: CompletedTurn | None
+
+
+def turn_start(inp: TurnInput) -> dict[str, Any]:
+    """The graph input of a turn: its ``input``, and every other turn record cleared."""
+    return {"input": inp, "analysis": None, "setting": None, "recollection": None,
+            "reply": None, "outcome": None}
+
+
+def held_calls(state: ThreadState) -> dict[str, HeldCall]:
+    """The thread's held tool calls as records, whatever shape the checkpoint stored."""
+    return {k: HeldCall.read(v) for k, v in (state.get("pending_approvals") or {}).items()}
+
+
+def history(state: ThreadState, *, last: int | None = None) -> list[ThreadMessage]:
+    """The thread's (``last``) messages as records, whatever shape the checkpoint stored."""
+    messages = state.get("messages", [])
+    return [ThreadMessage.read(m) for m in (messages[-last:] if last else messages)]

@@ -259,7 +259,7 @@ async def build_app(
         graph = build_graph(deps, persistence.checkpointer)
         engine = ConversationEngine(graph, persistence, store, tenants,
                                     clock or culture.SystemClock(),
-                                    EngineConfig.from_settings(settings), tools=tools)
+                                    EngineConfig.from_settings(settings))
         # Built: from here on the App owns the resources (App.close).
         return App(settings, engine, persistence, store, http, telemetry=telemetry,
                    resources=stack.pop_all())

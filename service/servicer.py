@@ -65,7 +65,9 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
     ) -> AsyncIterator[pb.TurnEvent]:
         try:
             approval = convert.approval_request(request, self._tenant(context))
-            async with contextlib.aclosing(self._engine.run_approval(approval)) as events:
+            async with contextlib.aclosing(
+                self._engine.run_approval(approval, timeout_s=self._timeout(context))
+            ) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)
         except Exception as exc:

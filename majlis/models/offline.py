@@ -44,9 +44,10 @@ from majlis.models.types import (
     ToolSpec,
     UsageReport,
 )
+from majlis.reply_text import render_content, stream_words
 from nlp.keys import KeyFunction, content_keys, search_keys, stop_keys_for
 
-__all__ = ["OfflineResponder", "stream_words"]
+__all__ = ["OfflineResponder"]
 
 HANDOFF_TOOL = "handoff_to_human"
 # Share of the user's own content keys that a tool example must account for.
@@ -54,12 +55,6 @@ _MIN_QUERY_SHARE = 0.34
 # Arabic-Indic digits U+0660..U+0669 and Extended (Persian) U+06F0..U+06F9 → ASCII,
 # applied only to extracted tool arguments (backends want ASCII ids), never to display text.
 _DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "01234567890123456789")
-
-
-def stream_words(text: str) -> list[str]:
-    """«أهلاً وسهلاً بك» → ['أهلاً ', 'وسهلاً ', 'بك']: every chunk keeps its trailing space."""
-    words = text.split(" ")
-    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words) if w or i == 0]
 
 
 class OfflineResponder:
@@ -310,16 +305,3 @@ def _extract_arguments(text: str, spec: ToolSpec) -> dict[str, Any]:
                 continue
         arguments[name] = value
     return arguments
-
-
-def render_content(content: Any) -> str:
-    """Tool content as short Arabic-friendly text: «الحالة: في الطريق، الموعد: غدًا»."""
-    if content is None:
-        return "تم."
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        return "، ".join(f"{k}: {render_content(v)}" for k, v in content.items())
-    if isinstance(content, list):
-        return "؛ ".join(render_content(v) for v in content[:5])
-    return str(content)

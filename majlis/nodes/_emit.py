@@ -1,4 +1,4 @@
-"""Emitting events from inside a node: live to the caller, and into the turn record."""
+"""Emitting events from inside a node: live to the caller, and into the node's record."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from majlis.events import Event, event_to_dict
 
 
 class Emitter:
-    """Collects a node's events and streams each one as it happens.
+    """Collects one node's events and streams each one as it happens.
 
-    The collected dicts go into ``turn["events"]`` so a completed turn can be
-    replayed exactly; the live copy goes through LangGraph's custom stream.
+    The collected dicts go into the node's record (``Setting.events``,
+    ``Reply.events`` …) so that the completed turn can be replayed exactly;
+    the live copy goes through LangGraph's custom stream.
     """
 
-    def __init__(self, state_turn: dict[str, Any]) -> None:
+    def __init__(self) -> None:
         self._writer = get_stream_writer()
-        self.events: list[dict[str, Any]] = list(state_turn.get("events", []))
+        self.events: list[dict[str, Any]] = []
 
     def __call__(self, event: Event) -> None:
         self.events.append(event_to_dict(event))

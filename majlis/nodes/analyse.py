@@ -1,4 +1,4 @@
-"""analyse: what did the user write — script, the message's dialect, the thread's."""
+"""analyse: what did the user write — script, cues, the message's dialect, the thread's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import nlp
+from majlis import culture
 from majlis.culture import load_greetings
+from majlis.records import Analysis
 from majlis.state import ThreadState
 from nlp.dialect_thread import ThreadDialect, message_evidence, shared_words
 
@@ -29,7 +31,7 @@ def shared_greeting_phrases() -> Iterable[str]:
 
 
 class Analyse:
-    """Reads the message: script (Arabic/Latin/Arabizi/mixed), its dialect, the thread's.
+    """Reads the message: script (Arabic/Latin/Arabizi/mixed), cues, its dialect, the thread's.
 
     The thread's dialect is a posterior accumulated over its turns
     (:class:`nlp.dialect_thread.ThreadDialect`) with the caller's country as a
@@ -44,28 +46,26 @@ class Analyse:
         self._shared = shared_words(shared_greeting_phrases() if shared is None else shared)
 
     def __call__(self, state: ThreadState) -> dict[str, Any]:
-        turn = state["turn"]
-        text = turn["text"]
-        script = nlp.detect_script(text)
+        inp = state["input"]
+        text = inp.text
         evidence = message_evidence(self._identifier, text, shared=self._shared)
-        thread = ThreadDialect.from_dict(state.get("dialect_thread"))
-        thread = thread.observe(evidence)
-        prior = COUNTRY_REGION.get(turn.get("country") or "")
-        seen = thread.with_prior(prior)
+        thread = ThreadDialect.from_dict(state.get("dialect_thread")).observe(evidence)
+        seen = thread.with_prior(COUNTRY_REGION.get(inp.country or ""))
         message = evidence.message
-        return {
-            "turn": {
-                "script": str(script),
-                "dialect": seen.region,
-                "dialect_confidence": round(float(seen.confidence), 4),
-                # "" when the message carries no regional evidence (a shared
-                # greeting, a number, an order id).
-                "message_dialect": message.region if message and evidence.weight else "",
-                "message_dialect_confidence": (
-                    round(float(message.confidence), 4) if message and evidence.weight else 0.0),
-                "dialect_weight": evidence.weight,
-                # Committed to the thread by the last node only (see majlis.state);
-                # stored without the prior, which follows each turn's country.
-                "dialect_thread": thread.to_dict(),
-            },
-        }
+        regional = message is not None and bool(evidence.weight)
+        return {"analysis": Analysis(
+            script=str(nlp.detect_script(text)),
+            dialect=seen.region,
+            dialect_confidence=round(float(seen.confidence), 4),
+            cues=culture.read_cues(text),
+            # "" when the message carries no regional evidence (a shared
+            # greeting, a number, an order id).
+            message_dialect=message.region if message is not None and regional else "",
+            message_dialect_confidence=(
+                round(float(message.confidence), 4) if message is not None and regional
+                else 0.0),
+            dialect_weight=evidence.weight,
+            # Committed to the thread by the last node only (see majlis.state);
+            # stored without the prior, which follows each turn's country.
+            dialect_thread=thread.to_dict(),
+        )}

@@ -15,8 +15,9 @@ from typing import Any
 
 from majlis.events import TextDelta
 from majlis.models import PhraseBook
-from majlis.models.offline import stream_words
 from majlis.nodes._emit import Emitter
+from majlis.records import Reply, need
+from majlis.reply_text import stream_words
 from majlis.state import ThreadState
 
 __all__ = ["Hold", "handed_off", "handoff_record"]
@@ -68,11 +69,10 @@ class Hold:
         self._phrases = phrases or PhraseBook.load()
 
     def __call__(self, state: ThreadState) -> dict[str, Any]:
-        turn = state["turn"]
-        emit = Emitter(turn)
-        reply = self._phrases.say("handoff_hold", turn["tone"]["register"],
-                                  gender=turn.get("gender"), country=turn.get("country"))
+        setting = need(state.get("setting"), "setting")
+        emit = Emitter()
+        reply = self._phrases.say("handoff_hold", setting.voice, gender=setting.gender,
+                                  country=state["input"].country)
         for word in stream_words(reply):
             emit(TextDelta(text=word))
-        return {"turn": {"events": emit.events, "reply": reply, "usage": None,
-                         "handoff": False, "pending_approvals": {}, "recalled": []}}
+        return {"reply": Reply(text=reply, events=tuple(emit.events))}

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from majlis.events import MemoryCited
+from majlis.models import Recalled
 from majlis.nodes._emit import Emitter
+from majlis.records import Recollection
 from majlis.state import ThreadState
 from memory import MemoryStore, recall
 
@@ -25,21 +27,16 @@ class Recall:
         self._max_facts = max_facts
 
     async def __call__(self, state: ThreadState) -> dict[str, Any]:
-        turn = state["turn"]
-        emit = Emitter(turn)
-        found = await recall(self._store, turn["tenant"], turn["user_id"], turn["text"],
+        inp = state["input"]
+        emit = Emitter()
+        found = await recall(self._store, inp.tenant, inp.user_id, inp.text,
                              k_documents=self._docs_k, max_facts=self._max_facts)
-        recalled: list[dict[str, Any]] = [
-            {"id": f.id, "kind": str(f.kind), "title": f.title, "text": f.text,
-             "snippet": f.text, "score": 0.0}
-            for f in found.user_facts
-        ]
+        recalled = [Recalled(id=f.id, kind=str(f.kind), title=f.title, text=f.text,
+                             snippet=f.text, score=0.0) for f in found.user_facts]
         for hit in found.documents:
             rec = hit.record
-            recalled.append({
-                "id": rec.id, "kind": str(rec.kind), "title": rec.title, "text": rec.text,
-                "snippet": hit.snippet, "score": float(hit.score),
-            })
+            recalled.append(Recalled(id=rec.id, kind=str(rec.kind), title=rec.title,
+                                     text=rec.text, snippet=hit.snippet, score=float(hit.score)))
             emit(MemoryCited(memory_id=rec.id, memory_kind=str(rec.kind), title=rec.title,
                              snippet=hit.snippet, score=float(hit.score)))
-        return {"turn": {"events": emit.events, "recalled": recalled}}
+        return {"recollection": Recollection(recalled=tuple(recalled), events=tuple(emit.events))}

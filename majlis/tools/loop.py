@@ -36,7 +36,6 @@ from majlis.events import (
     Usage,
 )
 from majlis.models.config import Pricing
-from majlis.models.offline import stream_words
 from majlis.models.types import (
     ChatMessage,
     ChatModel,
@@ -46,6 +45,7 @@ from majlis.models.types import (
     ToolCallRequest,
     UsageReport,
 )
+from majlis.reply_text import stream_words
 from majlis.tools.base import ToolContext, ToolOutcome
 from majlis.tools.registry import ToolRegistry
 

@@ -5,10 +5,10 @@ Was ``majlis.toolkit`` (a name one letter from the ``majlis.tools`` package it b
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 import nlp
 from majlis.models import Recalled
+from majlis.records import ToolScope
 from majlis.tenants import Tenants
 from majlis.tools import (
     Tool,
@@ -39,7 +39,7 @@ def safe_fact(fact: str) -> str:
 
 
 class TurnTools:
-    """``TurnTools(store, tenants)(turn)`` → the :class:`ToolRegistry` for one turn.
+    """``TurnTools(store, tenants)(scope)`` → the :class:`ToolRegistry` for one turn.
 
     Built-ins are closures over the turn, so a tool can never reach another
     tenant's knowledge base or write a fact onto another user.
@@ -49,9 +49,8 @@ class TurnTools:
         self._store = store
         self._tenants = tenants
 
-    def __call__(self, turn: dict[str, Any]) -> ToolRegistry:
-        tenant, user, thread, turn_id = (
-            turn["tenant"], turn["user_id"], turn["thread_id"], turn["turn_id"])
+    def __call__(self, scope: ToolScope) -> ToolRegistry:
+        tenant, user, thread, turn_id = scope.tenant, scope.user_id, scope.thread_id, scope.turn_id
 
         async def search(query: str, k: int) -> list[Recalled]:
             hits = await self._store.search(tenant, query, kinds={Kind.DOCUMENT}, k=k)
@@ -67,12 +66,10 @@ class TurnTools:
             return saved.id
 
         def summarise() -> str:
-            cues = turn.get("cues", {})
-            sentiment = "frustrated" if cues.get("frustration") else "neutral"
-            facts = [r["text"] for r in turn.get("recalled", []) if r["kind"] != "document"]
             return compose_handoff_summary(
-                dialect=turn.get("dialect", ""), phase=turn.get("phase", ""),
-                open_request=turn["text"], sentiment=sentiment, facts=facts)
+                dialect=scope.dialect, phase=scope.phase, open_request=scope.text,
+                sentiment="frustrated" if scope.frustrated else "neutral",
+                facts=list(scope.facts))
 
         config = self._tenants(tenant)
         notify = config.handoff_webhook.run if config.handoff_webhook is not None else None

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["majlis.models.support", "majlis.nodes.handoff", "memory.facts",
-           "majlis.models.phrases"]
+           "majlis.models.phrases", "majlis.records", "majlis.reply_text", "majlis.turns"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -105,8 +105,8 @@ def test_docstring_examples_run() -> None:
 
 
 def test_approval_turns_mirror_only_a_confident_thread() -> None:
-    from majlis.engine import _approval_voice
+    from majlis.nodes.settle import approval_voice
 
-    assert _approval_voice({"dialect": "gulf", "dialect_confidence": 0.3}) == "neutral"
-    assert _approval_voice({"dialect": "gulf", "dialect_confidence": 0.9}) == "gulf"
-    assert _approval_voice({}) == "neutral"
+    assert approval_voice({"dialect": "gulf", "dialect_confidence": 0.3}) == "neutral"
+    assert approval_voice({"dialect": "gulf", "dialect_confidence": 0.9}) == "gulf"
+    assert approval_voice({}) == "neutral"

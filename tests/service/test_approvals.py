@@ -93,3 +93,34 @@ async def test_converse_carries_the_approval(run_service, cancel_tool: Path,
     assert kinds(events)[-1] == "turn_completed"
     assert "tool_result" in kinds(events)
     assert len(webhook_server.requests) == 1
+
+
+async def test_an_approval_keeps_the_turn_deadline(run_service, webhook_server: WebhookServer,
+                                                   tmp_path: Path) -> None:
+    """An approval is a turn like any other: the backend is given only what is left of
+    the turn's deadline (2 s here), not its own 30 s, and a late answer is never reported."""
+    url = webhook_server.route("/orders/cancel", WebhookReply(
+        json_body={"order_id": "4411", "status": "ملغي"}, delay_s=6.0))
+    path = tmp_path / "slow_tools.json"
+    path.write_text(json.dumps([{
+        "name": "cancel_order", "description_ar": "إلغاء طلب",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                       "required": ["order_id"]},
+        "url": url, "requires_approval": True, "timeout_s": 30,
+        "examples": ["الغي طلبي", "ابي الغي الطلب"],
+        "parameter_patterns": {"order_id": r"\d{4,}"},
+    }], ensure_ascii=False), encoding="utf-8")
+    async with run_service(tools_file=path, default_turn_timeout_s=2.0) as svc:
+        thread_id, call_id = await _held_call(svc)
+        code, events = grpc.StatusCode.OK, []
+        try:
+            events = await collect(svc.client.approve(call_id, thread_id=thread_id,
+                                                      user_id="u1"))
+        except grpc.aio.AioRpcError as exc:
+            code = exc.code()
+    # Either the turn's deadline ended it (nothing saved), or the tool was cut at the
+    # deadline and the turn said so; never the backend's late «ملغي».
+    assert code in (grpc.StatusCode.OK, grpc.StatusCode.DEADLINE_EXCEEDED)
+    if code == grpc.StatusCode.OK:
+        result = next(e.tool_result for e in events if e.HasField("tool_result"))
+        assert not result.ok and "ملغي" not in events[-1].turn_completed.text

@@ -223,7 +223,7 @@ async def test_commit_whose_outcome_was_lost_is_reported_truthfully(
         monkeypatch.setattr(threads, "commit_turn", flaky)
         if failure == "database_gone":
             monkeypatch.setattr(threads, "turn_saved", gone)
-            monkeypatch.setattr("majlis.engine.COMMIT_CHECK_PAUSE_S", 0.01)
+            monkeypatch.setattr("majlis.turns.COMMIT_CHECK_PAUSE_S", 0.01)
         events: list[Any] = []
         code = None
         try:

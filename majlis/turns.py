@@ -1,0 +1,324 @@
+"""The locked-turn path: claim, lock, replay, run the graph, fenced commit — written once.
+
+A message (``SendMessage``) and an approval (``Approve``) are both a
+:class:`TurnOrder`: the graph chooses its branch from ``TurnInput.approval``,
+and everything around it is this module's, for both — the request-id claim
+and replay, the thread lock and its ``queued`` events, the turn's span and
+deadline, the deferred checkpoint and its fenced commit, and the closing
+``turn_completed`` (built only by :meth:`CompletedTurn.to_event`).
+
+Correctness never depends on process-local state: turn exclusion is a database
+lock whose fencing token every commit checks, and idempotency records are a
+table keyed by (tenant, user, request_id) written in the same commit as the
+turn, so any replica can continue any thread (docs/fencing.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+import uuid
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode
+
+from diwaniya.errors import (
+    DeadlineExceeded,
+    DiwaniyaError,
+    NotFound,
+    RequestIdReused,
+    Unavailable,
+)
+from majlis.approvals import not_held
+from majlis.events import Envelope, Event, TurnCompleted, event_from_dict
+from majlis.fence import PendingCheckpoint, deferring
+from majlis.persistence import Persistence
+from majlis.pii_context import holding_raw
+from majlis.queueing import EnteringLock
+from majlis.records import CompletedTurn, TurnInput
+from majlis.state import ThreadState, held_calls, turn_start
+from majlis.threads import Lease, RequestKey, RequestRecord, ThreadRow, TurnCommit
+
+_tracer = trace.get_tracer("diwaniya.majlis")
+
+# After a commit whose outcome was lost, how often (and how patiently) to ask
+# the database whether the turn was saved before answering UNAVAILABLE.
+COMMIT_CHECKS = 3
+COMMIT_CHECK_PAUSE_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOrder:
+    """One turn to run, validated: the graph input and what surrounds it.
+
+    ``input.thread_id`` is "" for a new conversation and ``input.turn_id`` is
+    filled in under the lock. ``content`` is what a ``request_id`` binds (a
+    retry must repeat it); ``raw`` the message as typed for a tenant whose
+    model may see personal data (never put in the state, see majlis.pii_context).
+    """
+
+    input: TurnInput
+    content: str
+    timeout_s: float
+    title: str = ""
+    raw: str | None = None
+    kind: Literal["message", "approval"] = "message"
+
+    @property
+    def key(self) -> RequestKey | None:
+        inp = self.input
+        return RequestKey(inp.tenant, inp.user_id, inp.request_id) if inp.request_id else None
+
+
+def content_hash(text: str) -> str:
+    """What a retry must repeat: the SHA-256 of the cleaned message text.
+
+    >>> content_hash("وين طلبي؟") == content_hash("وين طلبي؟")
+    True
+    """
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def owned(db: Persistence, tenant: str, user_id: str, thread_id: str) -> ThreadRow:
+    """The thread's row when ``user_id`` owns it; NotFound otherwise."""
+    row = await db.threads.get(tenant, thread_id)
+    # Another user's thread is reported exactly like a missing one, so
+    # thread ids cannot be probed.
+    if row is None or row.user_id != user_id:
+        raise NotFound(f"thread {thread_id} not found for user {user_id}")
+    return row
+
+
+class TurnRunner:
+    """Runs :class:`TurnOrder`s on the graph; the engine's only way to run a turn."""
+
+    def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], persistence: Persistence,
+                 *, policy: Literal["reject", "enqueue"], enqueue_wait_s: float,
+                 replay_window_s: float) -> None:
+        self._graph = graph
+        self._db = persistence
+        self._policy = policy
+        self._enqueue_wait_s = enqueue_wait_s
+        self._window_s = replay_window_s
+
+    async def run(self, order: TurnOrder) -> AsyncGenerator[Envelope, None]:
+        """The turn's events, or its replay when its ``request_id`` already finished.
+
+        Raises before the first event: NotFound, RequestIdReused, ThreadBusy,
+        ResourceExhausted; during the turn: DeadlineExceeded, Unavailable.
+        """
+        deadline = time.monotonic() + order.timeout_s
+        with self._db.errors():
+            thread_id, replay = await self._claim(order)
+        if replay is not None:
+            # A finished request is immutable: replaying needs no lock.
+            for envelope in replayed(replay):
+                yield envelope
+            return
+        inp = order.input
+        # Not made "current": the span lives across yields to the caller.
+        span = _tracer.start_span("diwaniya.turn", attributes={
+            "diwaniya.thread_id": thread_id, "diwaniya.tenant": inp.tenant,
+            "diwaniya.request_id": inp.request_id, "diwaniya.country": inp.country,
+            "diwaniya.turn_kind": order.kind})
+        try:
+            # aclosing: an abandoned stream must release the thread lock now, not at GC.
+            # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
+            async with self._db.errors(), contextlib.aclosing(
+                    self._locked(order, thread_id, deadline)) as turn_events:
+                async for envelope in turn_events:
+                    if isinstance(envelope.event, TurnCompleted):
+                        _describe(span, envelope)
+                    yield envelope
+        except BaseException as exc:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
+        finally:
+            span.end()
+
+    async def _claim(self, order: TurnOrder) -> tuple[str, RequestRecord | None]:
+        """The thread this order runs on, and its record if it already finished.
+
+        With a ``request_id`` the thread of a new conversation is created in
+        the same transaction that records the request, so a retry of a first
+        message (empty thread_id) finds the same thread instead of making one.
+        """
+        inp = order.input
+        new_row: ThreadRow | None = None
+        thread_id = inp.thread_id
+        if thread_id:
+            await owned(self._db, inp.tenant, inp.user_id, thread_id)
+        else:
+            thread_id = uuid.uuid4().hex
+            new_row = ThreadRow(thread_id=thread_id, tenant=inp.tenant, user_id=inp.user_id,
+                                title="", created_at=inp.at, updated_at=inp.at, turn_count=0)
+        key = order.key
+        if key is None:
+            if new_row is not None:
+                await self._db.threads.create(new_row)
+            return thread_id, None
+        digest = content_hash(order.content)
+        record = await self._db.threads.claim_request(
+            key, thread_id=thread_id, content_hash=digest, new_thread=new_row,
+            window_s=self._window_s)
+        same_thread = record.thread_id == inp.thread_id or (record.new_thread
+                                                          and not inp.thread_id)
+        if record.content_hash != digest or not same_thread:
+            raise RequestIdReused(_reused(order, record))
+        return record.thread_id, record if record.done else None
+
+    async def _locked(self, order: TurnOrder, thread_id: str,
+                      deadline: float) -> AsyncGenerator[Envelope, None]:
+        wait = min(self._enqueue_wait_s, max(0.0, deadline - time.monotonic()))
+        lock = EnteringLock(lambda on_wait: self._db.threads.lock(
+            thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait))
+        # Waiting for capacity is said at once (a ``queued`` event), never in silence.
+        async for queued in lock.wait():
+            yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
+        async with lock as lease:
+            key = order.key
+            if key is not None:
+                # Another replica may have finished this request while we waited.
+                done = await self._db.threads.get_request(key, window_s=self._window_s)
+                if done is not None and done.done:
+                    for envelope in replayed(done):
+                        yield envelope
+                    return
+            config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+            inp = replace(order.input, thread_id=thread_id, turn_id=uuid.uuid4().hex,
+                          deadline=deadline)
+            if inp.approval is not None:
+                await self._check_held(config, inp.approval.call_id, thread_id)
+            numbered = _Numbering(thread_id, inp.turn_id)
+            yield numbered(inp.started())
+            pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
+            try:
+                async with asyncio.timeout_at(_loop_deadline(deadline)):
+                    with deferring(pending), holding_raw(order.raw):
+                        async for chunk in self._graph.astream(
+                            turn_start(inp), config, stream_mode="custom", durability="exit"
+                        ):
+                            # Nodes write only majlis.events dataclasses to the custom stream.
+                            yield numbered(cast(Event, chunk))
+            except TimeoutError:
+                raise DeadlineExceeded(
+                    f"the turn did not finish within its {order.timeout_s:.0f}s deadline; "
+                    "nothing was added to the thread — send the message again (same "
+                    "request_id is safe)") from None
+            done_turn = _outcome(pending, inp.turn_id)
+            await self._commit(lease, pending, TurnCommit(
+                at=inp.at, title=order.title, checkpoint_id=pending.checkpoint_id, request=key,
+                turn_id=inp.turn_id, events=list(done_turn.events),
+                result=done_turn.to_result()))
+            yield numbered(done_turn.to_event(pending.checkpoint_id))
+
+    async def _check_held(self, config: RunnableConfig, call_id: str, thread_id: str) -> None:
+        """NotFound before the first event when the approval names no held call."""
+        values = cast(ThreadState, (await self._graph.aget_state(config)).values or {})
+        if call_id not in held_calls(values):
+            raise not_held(call_id, thread_id)
+
+    async def commit_change(self, lease: Lease, pending: PendingCheckpoint,
+                            commit: TurnCommit) -> None:
+        """A fenced commit of a thread-state change that is not a turn (ReleaseHandoff)."""
+        await self._commit(lease, pending, commit)
+
+    async def _commit(self, lease: Lease, pending: PendingCheckpoint, commit: TurnCommit) -> None:
+        """The fenced commit, and the truth about it when the database fails mid-way.
+
+        A failure whose outcome the client cannot know (the connection died
+        around COMMIT) is resolved by asking the database whether this turn's
+        checkpoint became the thread's head: then the turn *was* saved and is
+        reported completed; if not, it was not; if the database cannot say,
+        UNAVAILABLE says exactly that.
+        """
+        if not pending.checkpoint_id:
+            raise RuntimeError("the graph ended without a checkpoint to commit")
+        try:
+            await self._db.threads.commit_turn(lease, pending, commit)
+            return
+        except DiwaniyaError:
+            raise
+        except Exception as exc:
+            failure = exc
+        for attempt in range(COMMIT_CHECKS):
+            try:
+                saved = await self._db.threads.turn_saved(lease.thread_id, pending.checkpoint_id)
+            except Exception:
+                await asyncio.sleep(COMMIT_CHECK_PAUSE_S * (attempt + 1))
+                continue
+            if saved:
+                return
+            raise Unavailable(
+                f"the database failed while saving this turn ({type(failure).__name__}); it "
+                "was not saved — send the message again (the same request_id is safe)"
+            ) from failure
+        raise Unavailable(
+            f"the database failed while saving this turn ({type(failure).__name__}) and is not "
+            "answering, so whether it was saved is unknown — send it again with the same "
+            "request_id: it replays if it was saved and runs once if not"
+        ) from failure
+
+
+class _Numbering:
+    """Addresses and numbers a turn's events: seq 1 is ``turn_started``."""
+
+    def __init__(self, thread_id: str, turn_id: str) -> None:
+        self._thread_id = thread_id
+        self._turn_id = turn_id
+        self._seq = 0
+
+    def __call__(self, event: Event) -> Envelope:
+        self._seq += 1
+        return Envelope(thread_id=self._thread_id, turn_id=self._turn_id, seq=self._seq,
+                        event=event)
+
+
+def _outcome(pending: PendingCheckpoint, turn_id: str) -> CompletedTurn:
+    """This turn's completion record from the checkpoint it is about to commit."""
+    outcome = pending.values.get("outcome")
+    if not isinstance(outcome, CompletedTurn) or outcome.turn_id != turn_id:
+        raise RuntimeError(f"the graph ended turn {turn_id} without its completion record")
+    return outcome
+
+
+def replayed(record: RequestRecord) -> Iterator[Envelope]:
+    """The finished request's events again, ending in ``turn_completed.replayed``."""
+    seq = 0
+    for data in record.events:
+        seq += 1
+        yield Envelope(record.thread_id, record.turn_id, seq, event_from_dict(data))
+    done = CompletedTurn.from_result(record.result, turn_id=record.turn_id)
+    yield Envelope(record.thread_id, record.turn_id, seq + 1,
+                   done.to_event(record.checkpoint_id, replayed=True))
+
+
+def _reused(order: TurnOrder, record: RequestRecord) -> str:
+    rid = order.input.request_id
+    if order.kind == "approval":
+        return (f"request_id {rid!r} was already used for a different message or approval; "
+                "a retry must repeat the same approval — use a new request_id for a new one")
+    where = "a new thread" if record.new_thread else f"thread {record.thread_id}"
+    return (f"request_id {rid!r} was already used for a different message on {where}; a "
+            "retry must repeat the same text and thread_id — use a new request_id for a new "
+            "message")
+
+
+def _describe(span: Span, envelope: Envelope) -> None:
+    event = cast(TurnCompleted, envelope.event)
+    span.set_attributes({
+        "diwaniya.turn_id": envelope.turn_id, "diwaniya.phase": event.phase,
+        "diwaniya.dialect": event.dialect, "diwaniya.replayed": event.replayed})
+
+
+def _loop_deadline(monotonic_deadline: float) -> float:
+    loop = asyncio.get_running_loop()
+    return loop.time() + (monotonic_deadline - time.monotonic())
