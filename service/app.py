@@ -169,9 +169,15 @@ def preflight(settings: Settings, listen: str | None = None, *, workers: int = 1
     if tls is not None:
         tls.credentials()
     if settings.database_dsn():
-        split_budget(settings.pg_max_connections, workers=workers,
-                     queries=settings.pool_max_size, locks=settings.pg_lock_pool_max,
-                     memory=settings.pg_memory_pool_max)
+        budget = split_budget(settings.pg_max_connections, workers=workers,
+                              queries=settings.pool_max_size, locks=settings.pg_lock_pool_max,
+                              memory=settings.pg_memory_pool_max)
+        # The default minimum is clamped to the share; an explicit one is refused.
+        if "pool_min_size" in settings.model_fields_set and settings.pool_min_size > budget.queries:
+            raise ConfigurationError(
+                f"DIWANIYA_POOL_MIN_SIZE ({settings.pool_min_size}) is larger than the query "
+                f"pool's share ({budget.queries}) of DIWANIYA_PG_MAX_CONNECTIONS "
+                f"({settings.pg_max_connections}): lower it or raise the budget")
 
 
 def pool_budget(settings: Settings) -> PoolBudget:

@@ -295,21 +295,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"DIWANIYA_POOL_MIN_SIZE ({self.pool_min_size}) is larger than "
                 f"DIWANIYA_PG_POOL_MAX ({self.pool_max_size})")
-        if self.pool_max_size is None:
-            # The query pool's maximum is derived from the connection budget
-            # (majlis.pg_budget); one process gets the largest share.
-            from majlis.pg_budget import split_budget
-
-            try:
-                share = split_budget(self.pg_max_connections, locks=self.pg_lock_pool_max,
-                                     memory=self.pg_memory_pool_max).queries
-            except ConfigurationError:
-                share = None  # reported with its own line when the pools are sized
-            if share is not None and self.pool_min_size > share:
-                raise ValueError(
-                    f"DIWANIYA_POOL_MIN_SIZE ({self.pool_min_size}) is larger than the query "
-                    f"pool's share ({share}) of DIWANIYA_PG_MAX_CONNECTIONS "
-                    f"({self.pg_max_connections}): lower it or raise the budget")
+        if self.pool_min_size > self.pg_max_connections:
+            # The exact query-pool share is checked by service.app.preflight.
+            raise ValueError(
+                f"DIWANIYA_POOL_MIN_SIZE ({self.pool_min_size}) is larger than "
+                f"DIWANIYA_PG_MAX_CONNECTIONS ({self.pg_max_connections})")
         return self
 
     @field_validator("default_timezone")

@@ -160,6 +160,16 @@ def test_preflight_refuses_a_budget_too_small_for_the_workers(pg_dsn: str, tmp_p
         preflight(settings, workers=3)
 
 
+def test_preflight_refuses_a_min_pool_above_the_query_share(pg_dsn: str, tmp_path: Path
+                                                            ) -> None:
+    # 30 connections: locks 18, memory 4, queries 8; two workers halve it.
+    settings = Settings(database_url=SecretStr(pg_dsn), data_dir=tmp_path,
+                        pg_max_connections=30, pool_min_size=8)
+    preflight(settings, workers=1)
+    with pytest.raises(ConfigurationError, match=r"DIWANIYA_POOL_MIN_SIZE \(8\) is larger"):
+        preflight(settings, workers=2)
+
+
 async def test_direct_postgres_passes_the_session_pooling_check(pg_dsn: str) -> None:
     await check_session_pooling(pg_dsn)
 

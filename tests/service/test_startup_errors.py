@@ -49,8 +49,8 @@ def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(("variable", "value", "expected"), [
     ("DIWANIYA_API_KEYS", "notjson", "DIWANIYA_API_KEYS: not valid JSON"),
     ("DIWANIYA_TENANTS", "{not json", "DIWANIYA_TENANTS: not valid JSON"),
-    ("DIWANIYA_POOL_MIN_SIZE", "30", "DIWANIYA_POOL_MIN_SIZE (30) is larger than "
-                                     "the query pool's share"),
+    ("DIWANIYA_POOL_MIN_SIZE", "31", "DIWANIYA_POOL_MIN_SIZE (31) is larger than "
+                                     "DIWANIYA_PG_MAX_CONNECTIONS (30)"),
     ("DIWANIYA_MODEL_TIMEOUT_S", "-1", "DIWANIYA_MODEL_TIMEOUT_S: Input should be greater"),
     ("DIWANIYA_MODEL_TEMPERATURE", "9", "DIWANIYA_MODEL_TEMPERATURE: Input should be less"),
     ("DIWANIYA_DEFAULT_TIMEZONE", "Mars/Olympus", "'Mars/Olympus' is not an IANA time zone"),
