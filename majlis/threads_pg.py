@@ -1,8 +1,9 @@
 """PostgreSQL :class:`~majlis.threads.ThreadStore`: a table plus advisory locks.
 
-Fencing: taking a thread's lock bumps ``lease_epoch`` on its row; a turn's
-commit locks the row (``FOR UPDATE``) and writes only if the epoch is still
-the one its lock produced. A turn whose lock session died cannot commit once
+Fencing: taking a thread's lock bumps ``lease_epoch`` on its row (one
+statement with the lock); a turn's commit row-locks it with an UPDATE whose
+WHERE is the epoch its lock produced, and keeps its writes only if that
+matched. A turn whose lock session died cannot commit once
 a successor has taken the lock, and the successor's bump waits for a commit
 already in flight, so it always starts from the committed head.
 """
@@ -102,6 +103,19 @@ def _record(row: dict[str, Any]) -> RequestRecord:
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
+# Takes the thread's advisory lock and, only if it got it, bumps the fencing
+# token — one round trip. The volatile CTE runs exactly once; ``epoch`` is NULL
+# when the lock was not taken or the thread has no row.
+_LOCK_AND_BUMP = (
+    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
+    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
+    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b)")
+
+
+class _Fenced(Exception):
+    """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
+
 
 class PostgresThreadStore:
     """Threads in PostgreSQL. ``pool`` serves queries; ``lock_pool`` holds one
@@ -186,38 +200,57 @@ class PostgresThreadStore:
 
     # ------------------------------------------------------------ fencing
     async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(
-                "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s FOR UPDATE",
-                (lease.thread_id,),
-            )
+        """One pipelined transaction: fence + registry, checkpoint, request record.
+
+        The registry UPDATE comes first and carries the fence in its WHERE
+        (``lease_epoch`` = this turn's token): it row-locks the thread like
+        ``SELECT … FOR UPDATE`` did, so a successor's bump waits for this
+        commit, and under READ COMMITTED it re-checks the epoch of a row a
+        successor bumped meanwhile. The statements go out in one pipeline
+        (no round trip each); when the UPDATE matched no row, the transaction
+        is rolled back before COMMIT, so nothing of it becomes visible, and
+        only then a SELECT tells "deleted" from "lost the lock".
+        """
+        fenced = False
+        async with self._pool.connection() as conn:
+            try:
+                async with conn.pipeline(), conn.transaction():
+                    head = await conn.execute(
+                        "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
+                        " turn_count = turn_count + %s, head_checkpoint_id = %s,"
+                        " title = CASE WHEN title = '' THEN %s ELSE title END"
+                        " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1",
+                        (commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
+                         lease.thread_id, lease.token if isinstance(lease.token, int) else -1),
+                    )
+                    await writes.apply(AsyncPostgresSaver(
+                        cast(AsyncConnection[DictRow], conn), serde=writes.serde))
+                    if commit.request is not None:
+                        key = commit.request
+                        await conn.execute(
+                            "UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
+                            f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY}",
+                            (commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
+                             commit.checkpoint_id, key.tenant, key.user_id, key.request_id),
+                        )
+                    if await head.fetchone() is None:
+                        fenced = True
+                        raise _Fenced
+            except _Fenced:
+                pass
+            if not fenced:
+                return
+            cur = await conn.execute(
+                "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s",
+                (lease.thread_id,))
             row = await cur.fetchone()
-            if row is None:
-                raise NotFound(f"thread {lease.thread_id} was deleted while this turn ran; "
-                               "nothing was saved")
-            if lease.token is None or row["lease_epoch"] != lease.token:
-                raise LeaseLost(
-                    f"this turn lost its hold on thread {lease.thread_id} (the database dropped "
-                    "its lock and another turn took the thread over); nothing of it was saved — "
-                    "send the message again (the same request_id is safe)")
-            await writes.apply(AsyncPostgresSaver(cast(AsyncConnection[DictRow], conn),
-                                                  serde=writes.serde))
-            await conn.execute(
-                "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
-                " turn_count = turn_count + %s, head_checkpoint_id = %s,"
-                " title = CASE WHEN title = '' THEN %s ELSE title END WHERE thread_id = %s",
-                (commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
-                 lease.thread_id),
-            )
-            if commit.request is not None:
-                key = commit.request
-                await conn.execute(
-                    "UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
-                    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY}",
-                    (commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
-                     commit.checkpoint_id, key.tenant, key.user_id, key.request_id),
-                )
+        if row is None:
+            raise NotFound(f"thread {lease.thread_id} was deleted while this turn ran; "
+                           "nothing was saved")
+        raise LeaseLost(
+            f"this turn lost its hold on thread {lease.thread_id} (the database dropped "
+            "its lock and another turn took the thread over); nothing of it was saved — "
+            "send the message again (the same request_id is safe)")
 
     async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
         async with self._pool.connection() as conn, conn.transaction():
@@ -300,27 +333,32 @@ class PostgresThreadStore:
             self._held += 1
             self._idle.clear()
             try:
+                epoch: list[int | None] = []
+                # True while a lock attempt's outcome is unknown (it failed or was
+                # cancelled mid-way): the lock may be held, so it must be released.
+                unsure = False
 
                 async def try_lock() -> bool:
+                    nonlocal unsure
+                    unsure = True
                     with translate_store_errors():
-                        cur = await conn.execute(
-                            "SELECT pg_try_advisory_lock(%s, hashtext(%s))",
-                            (_LOCK_CLASS, thread_id))
+                        cur = await conn.execute(_LOCK_AND_BUMP,
+                                                 (_LOCK_CLASS, thread_id, thread_id))
                         row = await cur.fetchone()
-                    return bool(row and row[0])
+                    unsure = False
+                    if not (row and row[0]):
+                        return False
+                    epoch.append(row[1])
+                    return True
 
-                await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
-                                      on_wait=on_wait,
-                                      position=lambda: self._waiters.position(thread_id))
                 try:
-                    # The fencing token: any earlier holder that lost its session
-                    # without noticing can no longer commit (see commit_turn).
-                    with translate_store_errors():
-                        cur = await conn.execute(
-                            "UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-                            " WHERE thread_id = %s RETURNING lease_epoch", (thread_id,))
-                        bumped = await cur.fetchone()
-                    yield Lease(thread_id, bumped[0] if bumped else None)
+                    # The lock and the fencing token in one statement: any earlier
+                    # holder that lost its session without noticing can no longer
+                    # commit (see commit_turn).
+                    await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
+                                          on_wait=on_wait,
+                                          position=lambda: self._waiters.position(thread_id))
+                    yield Lease(thread_id, epoch[-1])
                 finally:
                     # The lock is session-level: release it before the connection
                     # returns to the pool, even when the turn was cancelled. If the
@@ -330,9 +368,10 @@ class PostgresThreadStore:
                     # lock: the turn's outcome was decided by its fenced commit, so
                     # a failed unlock must not turn it into an error.
                     try:
-                        await asyncio.shield(conn.execute(
-                            "SELECT pg_advisory_unlock(%s, hashtext(%s))",
-                            (_LOCK_CLASS, thread_id)))
+                        if epoch or unsure:
+                            await asyncio.shield(conn.execute(
+                                "SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                                (_LOCK_CLASS, thread_id)))
                     except Exception as exc:
                         log.warning("unlock of thread %s failed (%s); closing its session",
                                     thread_id, exc)
