@@ -200,22 +200,19 @@ class PostgresThreadStore:
 
     # ------------------------------------------------------------ fencing
     async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
-        """One pipelined transaction: fence + registry, checkpoint, request record.
+        """One transaction: fence + registry first, then the checkpoint and the request record.
 
-        The registry UPDATE comes first and carries the fence in its WHERE
-        (``lease_epoch`` = this turn's token): it row-locks the thread like
-        ``SELECT … FOR UPDATE`` did, so a successor's bump waits for this
-        commit, and under READ COMMITTED it re-checks the epoch of a row a
-        successor bumped meanwhile. The statements go out in one pipeline
-        (no round trip each); when the UPDATE matched no row, the transaction
-        is rolled back before COMMIT, so nothing of it becomes visible, and
-        only then a SELECT tells "deleted" from "lost the lock".
+        The registry UPDATE carries the fence in its WHERE (``lease_epoch`` =
+        this turn's token): it row-locks the thread like ``SELECT … FOR
+        UPDATE`` did, so a successor's bump waits for this commit, and under
+        READ COMMITTED it re-checks the epoch of a row a successor bumped
+        meanwhile. When it matches no row, nothing has been written: the
+        transaction rolls back and a SELECT tells "deleted" from "lost the lock".
         """
-        fenced = False
         async with self._pool.connection() as conn:
             try:
-                async with conn.pipeline(), conn.transaction():
-                    head = await conn.execute(
+                async with conn.transaction():
+                    cur = await conn.execute(
                         "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
                         " turn_count = turn_count + %s, head_checkpoint_id = %s,"
                         " title = CASE WHEN title = '' THEN %s ELSE title END"
@@ -223,6 +220,8 @@ class PostgresThreadStore:
                         (commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
                          lease.thread_id, lease.token if isinstance(lease.token, int) else -1),
                     )
+                    if await cur.fetchone() is None:
+                        raise _Fenced
                     await writes.apply(AsyncPostgresSaver(
                         cast(AsyncConnection[DictRow], conn), serde=writes.serde))
                     if commit.request is not None:
@@ -233,13 +232,9 @@ class PostgresThreadStore:
                             (commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
                              commit.checkpoint_id, key.tenant, key.user_id, key.request_id),
                         )
-                    if await head.fetchone() is None:
-                        fenced = True
-                        raise _Fenced
+                return
             except _Fenced:
                 pass
-            if not fenced:
-                return
             cur = await conn.execute(
                 "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s",
                 (lease.thread_id,))
