@@ -257,7 +257,10 @@ class ConversationEngine:
                 "events": [{"kind": "turn_started", "user_text": req.text,
                             "request_id": req.request_id}],
             }}
-            pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
+            # A thread made for this request (no thread_id, no request_id whose
+            # earlier attempt may have run on it) has no checkpoint to read.
+            pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde,
+                                        fresh=not req.thread_id and not req.request_id)
             try:
                 async with asyncio.timeout_at(_loop_deadline(deadline)):
                     with deferring(pending), holding_raw(raw):

@@ -113,6 +113,25 @@ _LOCK_AND_BUMP = (
     " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b)")
 
 
+# Records a request id; an expired record of the same id is overwritten as if
+# deleted. Returns the row only when this statement recorded it.
+_CLAIM = (
+    "INSERT INTO diwaniya_requests (tenant, user_id, request_id, thread_id, content_hash,"
+    " new_thread) VALUES (%s,%s,%s,%s,%s,%s)"
+    " ON CONFLICT (tenant, user_id, request_id) DO UPDATE SET thread_id = EXCLUDED.thread_id,"
+    " content_hash = EXCLUDED.content_hash, new_thread = EXCLUDED.new_thread, done = false,"
+    " turn_id = '', events = '[]', result = '{}', checkpoint_id = '', created_at = now()"
+    " WHERE diwaniya_requests.created_at < now() - make_interval(secs => %s)"
+    f" RETURNING {_REQ_COLS}")
+# The same, and the new conversation's thread row only if the request was recorded
+# (so a retry of a first message finds the thread the first attempt made).
+_CLAIM_NEW_THREAD = (
+    f"WITH claim AS ({_CLAIM}),"
+    f" thread AS (INSERT INTO diwaniya_threads ({_COLS})"
+    " SELECT %s,%s,%s,%s,%s,%s,%s WHERE EXISTS (SELECT 1 FROM claim))"
+    " SELECT * FROM claim")
+
+
 class _Fenced(Exception):
     """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
 
@@ -263,30 +282,25 @@ class PostgresThreadStore:
         self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
         window_s: float,
     ) -> RequestRecord:
-        async with translate_store_errors(self._pool), self._pool.connection() as conn, \
-                conn.transaction():
-            await self._prune(conn, window_s)
-            # An expired record no longer binds the request_id.
-            await conn.execute(
-                f"DELETE FROM diwaniya_requests WHERE {_REQ_KEY} AND NOT ({_LIVE})",
-                (key.tenant, key.user_id, key.request_id, window_s),
-            )
-            cur = await conn.execute(
-                "INSERT INTO diwaniya_requests (tenant, user_id, request_id, thread_id,"
-                " content_hash, new_thread) VALUES (%s,%s,%s,%s,%s,%s)"
-                " ON CONFLICT DO NOTHING RETURNING 1",
-                (key.tenant, key.user_id, key.request_id, thread_id, content_hash,
-                 new_thread is not None),
-            )
-            if await cur.fetchone() is not None and new_thread is not None:
-                row = new_thread
-                await conn.execute(
-                    f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s)",
-                    (row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
-                     row.updated_at, row.turn_count),
-                )
-            found = await self._select_request(conn, key)
-        assert found is not None  # inserted above, or already there
+        """One statement (atomic on its own): record the request unless a live record
+        holds its id — an expired one is overwritten in place — and create
+        ``new_thread`` only when this call recorded it. A live record (a retry)
+        is read by a second query; the first message of a new conversation and
+        every new request cost one round trip."""
+        async with translate_store_errors(self._pool), self._pool.connection() as conn:
+            if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
+                await self._prune(conn, window_s)
+            row = new_thread
+            params: list[object] = [key.tenant, key.user_id, key.request_id, thread_id,
+                                    content_hash, row is not None, window_s]
+            if row is not None:
+                params += [row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
+                           row.updated_at, row.turn_count]
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(_CLAIM_NEW_THREAD if row is not None else _CLAIM, params)
+            claimed = await cur.fetchone()
+            found = _record(claimed) if claimed else await self._select_request(conn, key)
+        assert found is not None  # claimed above, or live already
         return found
 
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
