@@ -153,7 +153,7 @@ class ConversationEngine:
         deadline = time.monotonic() + timeout
 
         with self._db.errors():
-            thread_id, replay = await self._claim(req, at)
+            thread_id, replay, new_row = await self._claim(req, at)
         if replay is not None:
             # A finished request is immutable: replaying needs no lock.
             for envelope in _replayed(replay):
@@ -170,7 +170,7 @@ class ConversationEngine:
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
             async with self._db.errors(), contextlib.aclosing(self._locked_turn(
                 req, thread_id, at, tz, deadline, timeout, config, wait,
-                raw=self._raw_for_model(request),
+                raw=self._raw_for_model(request), create=new_row,
             )) as turn_events:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
@@ -187,11 +187,14 @@ class ConversationEngine:
         finally:
             span.end()
 
-    async def _claim(self, req: TurnRequest, at: datetime) -> tuple[str, RequestRecord | None]:
-        """The thread this request runs on, and its record if it already finished.
+    async def _claim(self, req: TurnRequest, at: datetime
+                     ) -> tuple[str, RequestRecord | None, ThreadRow | None]:
+        """The thread this request runs on, its record if it already finished, and
+        the row of a new thread the lock must create (no request_id: the lock
+        statement inserts it, one round trip for both).
 
         With a ``request_id`` the thread of a new conversation is created in
-        the same transaction that records the request, so a retry of a first
+        the same statement that records the request, so a retry of a first
         message (empty thread_id) finds the same thread instead of making one.
         """
         new_row: ThreadRow | None = None
@@ -203,9 +206,7 @@ class ConversationEngine:
             new_row = ThreadRow(thread_id=thread_id, tenant=req.tenant, user_id=req.user_id,
                                 title="", created_at=at, updated_at=at, turn_count=0)
         if not req.request_id:
-            if new_row is not None:
-                await self._db.threads.create(new_row)
-            return thread_id, None
+            return thread_id, None, new_row
         key = RequestKey(req.tenant, req.user_id, req.request_id)
         record = await self._db.threads.claim_request(
             key, thread_id=thread_id, content_hash=content_hash(req.text),
@@ -218,15 +219,17 @@ class ConversationEngine:
                 f"request_id {req.request_id!r} was already used for a different message on "
                 f"{where}; a retry must repeat the same text and thread_id — use a new "
                 "request_id for a new message")
-        return record.thread_id, record if record.done else None
+        return record.thread_id, record if record.done else None, None
 
     async def _locked_turn(
         self, req: TurnRequest, thread_id: str, at: datetime, tz: str, deadline: float,
         budget_s: float, config: RunnableConfig, wait: float, *, raw: str | None = None,
+        create: ThreadRow | None = None,
     ) -> AsyncGenerator[Envelope, None]:
         key = RequestKey(req.tenant, req.user_id, req.request_id) if req.request_id else None
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
-            thread_id, policy=self._config.policy, wait_s=wait, on_wait=on_wait))
+            thread_id, policy=self._config.policy, wait_s=wait, on_wait=on_wait,
+            create=create))
         # Waiting for capacity is said at once (a ``queued`` event), never in silence.
         async for queued in lock.wait():
             yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
@@ -257,10 +260,10 @@ class ConversationEngine:
                 "events": [{"kind": "turn_started", "user_text": req.text,
                             "request_id": req.request_id}],
             }}
-            # A thread made for this request (no thread_id, no request_id whose
-            # earlier attempt may have run on it) has no checkpoint to read.
+            # A thread its lock just created (no request_id whose earlier
+            # attempt may have run on it) has no checkpoint to read.
             pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde,
-                                        fresh=not req.thread_id and not req.request_id)
+                                        fresh=create is not None)
             try:
                 async with asyncio.timeout_at(_loop_deadline(deadline)):
                     with deferring(pending), holding_raw(raw):

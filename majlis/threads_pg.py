@@ -132,6 +132,15 @@ _CLAIM_NEW_THREAD = (
     " SELECT * FROM claim")
 
 
+# A new thread (its id generated for this turn): the lock, and the row inserted
+# with the first fencing token (1) only if the lock was taken.
+_LOCK_AND_CREATE = (
+    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
+    f" c AS (INSERT INTO diwaniya_threads ({_COLS}, lease_epoch)"
+    " SELECT %s,%s,%s,%s,%s,%s,%s,1 WHERE (SELECT got FROM l) RETURNING lease_epoch)"
+    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM c)")
+
+
 class _Fenced(Exception):
     """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
 
@@ -331,7 +340,8 @@ class PostgresThreadStore:
 
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
-                   on_wait: OnWait | None = None) -> AsyncIterator[Lease]:
+                   on_wait: OnWait | None = None,
+                   create: ThreadRow | None = None) -> AsyncIterator[Lease]:
         async with self._waiters.waiting(thread_id, policy=policy):
             if on_wait is not None and self._lock_pool_full():
                 # Every lock connection holds a running turn: say so now, not
@@ -351,8 +361,14 @@ class PostgresThreadStore:
                     nonlocal unsure
                     unsure = True
                     with translate_store_errors():
-                        cur = await conn.execute(_LOCK_AND_BUMP,
-                                                 (_LOCK_CLASS, thread_id, thread_id))
+                        if create is None:
+                            cur = await conn.execute(_LOCK_AND_BUMP,
+                                                     (_LOCK_CLASS, thread_id, thread_id))
+                        else:
+                            r = create
+                            cur = await conn.execute(_LOCK_AND_CREATE, (
+                                _LOCK_CLASS, thread_id, r.thread_id, r.tenant, r.user_id,
+                                r.title, r.created_at, r.updated_at, r.turn_count))
                         row = await cur.fetchone()
                     unsure = False
                     if not (row and row[0]):
