@@ -141,6 +141,21 @@ _LOCK_AND_CREATE = (
     " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM c)")
 
 
+# The fenced registry update: matches (and row-locks) the thread only while the
+# turn's token is still its lease_epoch.
+_COMMIT_HEAD = (
+    "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
+    " turn_count = turn_count + %s, head_checkpoint_id = %s,"
+    " title = CASE WHEN title = '' THEN %s ELSE title END"
+    " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1")
+# The same, finishing the request record only if the fence matched: one statement.
+_COMMIT_HEAD_AND_REQUEST = (
+    f"WITH head AS ({_COMMIT_HEAD}),"
+    " req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
+    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))"
+    " SELECT 1 FROM head")
+
+
 class _Fenced(Exception):
     """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
 
@@ -240,26 +255,20 @@ class PostgresThreadStore:
         async with self._pool.connection() as conn:
             try:
                 async with conn.transaction():
-                    cur = await conn.execute(
-                        "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
-                        " turn_count = turn_count + %s, head_checkpoint_id = %s,"
-                        " title = CASE WHEN title = '' THEN %s ELSE title END"
-                        " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1",
-                        (commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
-                         lease.thread_id, lease.token if isinstance(lease.token, int) else -1),
-                    )
+                    params: list[object] = [
+                        commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
+                        lease.thread_id, lease.token if isinstance(lease.token, int) else -1]
+                    if commit.request is None:
+                        cur = await conn.execute(_COMMIT_HEAD, params)
+                    else:
+                        key = commit.request
+                        params += [commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
+                                   commit.checkpoint_id, key.tenant, key.user_id, key.request_id]
+                        cur = await conn.execute(_COMMIT_HEAD_AND_REQUEST, params)
                     if await cur.fetchone() is None:
                         raise _Fenced
                     await writes.apply(AsyncPostgresSaver(
                         cast(AsyncConnection[DictRow], conn), serde=writes.serde))
-                    if commit.request is not None:
-                        key = commit.request
-                        await conn.execute(
-                            "UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
-                            f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY}",
-                            (commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
-                             commit.checkpoint_id, key.tenant, key.user_id, key.request_id),
-                        )
                 return
             except _Fenced:
                 pass
