@@ -11,6 +11,9 @@ fresh database on 127.0.0.1:5432 (``--admin-dsn``), the offline responder and
 * ``continuing``: every stream first opens a thread (not counted), then sends
   its M turns on it.
 
+``--request-ids`` gives every turn a new ``request_id`` (the idempotent-retry
+path: the request claim and its record in the commit).
+
 Reported per mode: turns/s, time to first event (TTFE) and turn latency
 p50/p95/p99, errors by gRPC status, and the server's CPU per turn (utime +
 stime of the server process and its workers, from /proc/<pid>/stat).
@@ -139,12 +142,15 @@ def start_server(dsn: str, workers: int, pool_max: int) -> tuple[subprocess.Pope
 
 
 async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
-                   thread_id: str) -> str:
+                   thread_id: str, request_ids: bool = False) -> str:
     started = time.perf_counter()
     first: float | None = None
     last_thread = thread_id
+    # --request-ids: every turn carries a new request_id, as a retry-safe client sends.
+    request_id = uuid.uuid4().hex if request_ids else ""
     try:
-        async for event in client.send(text, user_id=user, thread_id=thread_id, timeout_s=120):
+        async for event in client.send(text, user_id=user, thread_id=thread_id, timeout_s=120,
+                                       request_id=request_id):
             if first is None:
                 first = time.perf_counter()
             last_thread = event.thread_id or last_thread
@@ -159,7 +165,7 @@ async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
 
 
 async def drive_service(target: str, pids: list[int], mode: str, streams: int,
-                        turns: int) -> Phase:
+                        turns: int, request_ids: bool = False) -> Phase:
     phase = Phase(f"service/{mode}")
     clients = [DiwaniyaClient(target, own_connection=True) for _ in range(streams)]
     try:
@@ -178,7 +184,7 @@ async def drive_service(target: str, pids: list[int], mode: str, streams: int,
         async def stream(i: int) -> None:
             for j in range(turns):
                 text = TEXTS[(i + j) % len(TEXTS)]
-                await one_turn(clients[i], phase, text, users[i], threads[i])
+                await one_turn(clients[i], phase, text, users[i], threads[i], request_ids)
 
         cpu0, t0 = cpu_seconds(pids), time.perf_counter()
         await asyncio.gather(*(stream(i) for i in range(streams)))
@@ -266,6 +272,8 @@ def main() -> None:
     ap.add_argument("--mode", choices=["fresh", "continuing", "both"], default="both")
     ap.add_argument("--pool-max", type=int, default=20, help="PostgreSQL pool size per process")
     ap.add_argument("--no-bare", action="store_true", help="skip the bare-graph anchor")
+    ap.add_argument("--request-ids", action="store_true",
+                    help="send a new request_id with every turn (the idempotent-retry path)")
     ap.add_argument("--admin-dsn", default=os.environ.get(
         "DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"))
     ap.add_argument("--out", type=Path, default=_HERE / "results" / "load.json")
@@ -283,7 +291,7 @@ def main() -> None:
             pids = server_pids(proc.pid)
             for mode in modes:
                 phases.append(asyncio.run(drive_service(target, pids, mode, args.streams,
-                                                        args.turns)))
+                                                        args.turns, args.request_ids)))
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -306,7 +314,8 @@ def main() -> None:
             ratios[mode] = round(svc["turns_per_s"] / bare["turns_per_s"], 3)
 
     print(f"load: {args.streams} streams x {args.turns} turns, --workers {args.workers}, "
-          f"PostgreSQL, offline responder ({os.cpu_count()} CPUs)")
+          f"PostgreSQL, offline responder ({os.cpu_count()} CPUs)"
+          + (", a request_id per turn" if args.request_ids else ""))
     head = (f"{'phase':<20}{'turns/s':>9}{'cpu ms/turn':>12}{'ttfe p50/p95/p99 ms':>24}"
             f"{'latency p50/p95/p99 ms':>26}  errors")
     print(head)
@@ -321,8 +330,8 @@ def main() -> None:
     for mode, ratio in ratios.items():
         print(f"service / bare graph throughput ({mode}): {ratio:.2f}")
     result = {"benchmark": "load", "streams": args.streams, "turns": args.turns,
-              "workers": args.workers, "cpus": os.cpu_count(), "phases": rows,
-              "ratio_vs_bare": ratios}
+              "workers": args.workers, "request_ids": args.request_ids,
+              "cpus": os.cpu_count(), "phases": rows, "ratio_vs_bare": ratios}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     print(json.dumps(result, ensure_ascii=False))

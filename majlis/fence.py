@@ -9,8 +9,10 @@ connection inside one transaction together with the fence check (the turn
 still holds the thread), the registry update and the request record — all of
 it becomes visible, or none of it (docs/fencing.md).
 
-Reads (``aget_tuple``, ``alist``) always go to the real saver: a turn reads the
-state it starts from, never its own unsaved writes.
+Reads (``aget_tuple``, ``alist``) go to the real saver: a turn reads the
+state it starts from, never its own unsaved writes — except that a turn on a
+thread created for it (``PendingCheckpoint.fresh``) reads nothing, since no
+checkpoint can exist yet.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class PendingCheckpoint:
     serde: SerializerProtocol
     ops: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     checkpoint: Checkpoint | None = None
+    # The thread was created for this turn (a new id nobody else has seen, and
+    # its lock is held), so it has no checkpoint yet: reading one is skipped.
+    fresh: bool = False
 
     @property
     def checkpoint_id(self) -> str:
@@ -108,6 +113,11 @@ class DeferredSaver(BaseCheckpointSaver[Any]):
         return self.inner.get_next_version(current, channel)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        pending = _pending_for(config)
+        if pending is not None and pending.fresh and pending.checkpoint is None:
+            # A brand-new thread: its first checkpoint can only be the one this
+            # turn will commit, so the query would always answer "none".
+            return None
         return await self.inner.aget_tuple(config)
 
     async def alist(

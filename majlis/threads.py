@@ -125,8 +125,12 @@ class ThreadStore(Protocol):
     ) -> list[ThreadRow]: ...
     async def delete(self, tenant: str, thread_id: str) -> bool: ...
     def lock(
-        self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None
-    ) -> AbstractAsyncContextManager[Lease]: ...
+        self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None,
+        create: ThreadRow | None = None,
+    ) -> AbstractAsyncContextManager[Lease]:
+        """Hold the thread's turn lock; ``create``: insert this new thread's row as the
+        lock is taken (a new conversation's first turn, without a request_id)."""
+        ...
     async def commit_turn(
         self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit
     ) -> None:

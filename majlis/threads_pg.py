@@ -1,8 +1,9 @@
 """PostgreSQL :class:`~majlis.threads.ThreadStore`: a table plus advisory locks.
 
-Fencing: taking a thread's lock bumps ``lease_epoch`` on its row; a turn's
-commit locks the row (``FOR UPDATE``) and writes only if the epoch is still
-the one its lock produced. A turn whose lock session died cannot commit once
+Fencing: taking a thread's lock bumps ``lease_epoch`` on its row (one
+statement with the lock); a turn's commit row-locks it with an UPDATE whose
+WHERE is the epoch its lock produced, and keeps its writes only if that
+matched. A turn whose lock session died cannot commit once
 a successor has taken the lock, and the successor's bump waits for a commit
 already in flight, so it always starts from the committed head.
 """
@@ -102,6 +103,62 @@ def _record(row: dict[str, Any]) -> RequestRecord:
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
+# Takes the thread's advisory lock and, only if it got it, bumps the fencing
+# token — one round trip. The volatile CTE runs exactly once; ``epoch`` is NULL
+# when the lock was not taken or the thread has no row.
+_LOCK_AND_BUMP = (
+    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
+    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
+    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b)")
+
+
+# Records a request id; an expired record of the same id is overwritten as if
+# deleted. Returns the row only when this statement recorded it.
+_CLAIM = (
+    "INSERT INTO diwaniya_requests (tenant, user_id, request_id, thread_id, content_hash,"
+    " new_thread) VALUES (%s,%s,%s,%s,%s,%s)"
+    " ON CONFLICT (tenant, user_id, request_id) DO UPDATE SET thread_id = EXCLUDED.thread_id,"
+    " content_hash = EXCLUDED.content_hash, new_thread = EXCLUDED.new_thread, done = false,"
+    " turn_id = '', events = '[]', result = '{}', checkpoint_id = '', created_at = now()"
+    " WHERE diwaniya_requests.created_at < now() - make_interval(secs => %s)"
+    f" RETURNING {_REQ_COLS}")
+# The same, and the new conversation's thread row only if the request was recorded
+# (so a retry of a first message finds the thread the first attempt made).
+_CLAIM_NEW_THREAD = (
+    f"WITH claim AS ({_CLAIM}),"
+    f" thread AS (INSERT INTO diwaniya_threads ({_COLS})"
+    " SELECT %s,%s,%s,%s,%s,%s,%s WHERE EXISTS (SELECT 1 FROM claim))"
+    " SELECT * FROM claim")
+
+
+# A new thread (its id generated for this turn): the lock, and the row inserted
+# with the first fencing token (1) only if the lock was taken.
+_LOCK_AND_CREATE = (
+    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
+    f" c AS (INSERT INTO diwaniya_threads ({_COLS}, lease_epoch)"
+    " SELECT %s,%s,%s,%s,%s,%s,%s,1 WHERE (SELECT got FROM l) RETURNING lease_epoch)"
+    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM c)")
+
+
+# The fenced registry update: matches (and row-locks) the thread only while the
+# turn's token is still its lease_epoch.
+_COMMIT_HEAD = (
+    "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
+    " turn_count = turn_count + %s, head_checkpoint_id = %s,"
+    " title = CASE WHEN title = '' THEN %s ELSE title END"
+    " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1")
+# The same, finishing the request record only if the fence matched: one statement.
+_COMMIT_HEAD_AND_REQUEST = (
+    f"WITH head AS ({_COMMIT_HEAD}),"
+    " req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
+    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))"
+    " SELECT 1 FROM head")
+
+
+class _Fenced(Exception):
+    """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
+
 
 class PostgresThreadStore:
     """Threads in PostgreSQL. ``pool`` serves queries; ``lock_pool`` holds one
@@ -186,38 +243,46 @@ class PostgresThreadStore:
 
     # ------------------------------------------------------------ fencing
     async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(
-                "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s FOR UPDATE",
-                (lease.thread_id,),
-            )
+        """One transaction: fence + registry first, then the checkpoint and the request record.
+
+        The registry UPDATE carries the fence in its WHERE (``lease_epoch`` =
+        this turn's token): it row-locks the thread like ``SELECT … FOR
+        UPDATE`` did, so a successor's bump waits for this commit, and under
+        READ COMMITTED it re-checks the epoch of a row a successor bumped
+        meanwhile. When it matches no row, nothing has been written: the
+        transaction rolls back and a SELECT tells "deleted" from "lost the lock".
+        """
+        async with self._pool.connection() as conn:
+            try:
+                async with conn.transaction():
+                    params: list[object] = [
+                        commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
+                        lease.thread_id, lease.token if isinstance(lease.token, int) else -1]
+                    if commit.request is None:
+                        cur = await conn.execute(_COMMIT_HEAD, params)
+                    else:
+                        key = commit.request
+                        params += [commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
+                                   commit.checkpoint_id, key.tenant, key.user_id, key.request_id]
+                        cur = await conn.execute(_COMMIT_HEAD_AND_REQUEST, params)
+                    if await cur.fetchone() is None:
+                        raise _Fenced
+                    await writes.apply(AsyncPostgresSaver(
+                        cast(AsyncConnection[DictRow], conn), serde=writes.serde))
+                return
+            except _Fenced:
+                pass
+            cur = await conn.execute(
+                "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s",
+                (lease.thread_id,))
             row = await cur.fetchone()
-            if row is None:
-                raise NotFound(f"thread {lease.thread_id} was deleted while this turn ran; "
-                               "nothing was saved")
-            if lease.token is None or row["lease_epoch"] != lease.token:
-                raise LeaseLost(
-                    f"this turn lost its hold on thread {lease.thread_id} (the database dropped "
-                    "its lock and another turn took the thread over); nothing of it was saved — "
-                    "send the message again (the same request_id is safe)")
-            await writes.apply(AsyncPostgresSaver(cast(AsyncConnection[DictRow], conn),
-                                                  serde=writes.serde))
-            await conn.execute(
-                "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
-                " turn_count = turn_count + %s, head_checkpoint_id = %s,"
-                " title = CASE WHEN title = '' THEN %s ELSE title END WHERE thread_id = %s",
-                (commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
-                 lease.thread_id),
-            )
-            if commit.request is not None:
-                key = commit.request
-                await conn.execute(
-                    "UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
-                    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY}",
-                    (commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
-                     commit.checkpoint_id, key.tenant, key.user_id, key.request_id),
-                )
+        if row is None:
+            raise NotFound(f"thread {lease.thread_id} was deleted while this turn ran; "
+                           "nothing was saved")
+        raise LeaseLost(
+            f"this turn lost its hold on thread {lease.thread_id} (the database dropped "
+            "its lock and another turn took the thread over); nothing of it was saved — "
+            "send the message again (the same request_id is safe)")
 
     async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
         async with self._pool.connection() as conn, conn.transaction():
@@ -235,30 +300,25 @@ class PostgresThreadStore:
         self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
         window_s: float,
     ) -> RequestRecord:
-        async with translate_store_errors(self._pool), self._pool.connection() as conn, \
-                conn.transaction():
-            await self._prune(conn, window_s)
-            # An expired record no longer binds the request_id.
-            await conn.execute(
-                f"DELETE FROM diwaniya_requests WHERE {_REQ_KEY} AND NOT ({_LIVE})",
-                (key.tenant, key.user_id, key.request_id, window_s),
-            )
-            cur = await conn.execute(
-                "INSERT INTO diwaniya_requests (tenant, user_id, request_id, thread_id,"
-                " content_hash, new_thread) VALUES (%s,%s,%s,%s,%s,%s)"
-                " ON CONFLICT DO NOTHING RETURNING 1",
-                (key.tenant, key.user_id, key.request_id, thread_id, content_hash,
-                 new_thread is not None),
-            )
-            if await cur.fetchone() is not None and new_thread is not None:
-                row = new_thread
-                await conn.execute(
-                    f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s)",
-                    (row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
-                     row.updated_at, row.turn_count),
-                )
-            found = await self._select_request(conn, key)
-        assert found is not None  # inserted above, or already there
+        """One statement (atomic on its own): record the request unless a live record
+        holds its id — an expired one is overwritten in place — and create
+        ``new_thread`` only when this call recorded it. A live record (a retry)
+        is read by a second query; the first message of a new conversation and
+        every new request cost one round trip."""
+        async with translate_store_errors(self._pool), self._pool.connection() as conn:
+            if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
+                await self._prune(conn, window_s)
+            row = new_thread
+            params: list[object] = [key.tenant, key.user_id, key.request_id, thread_id,
+                                    content_hash, row is not None, window_s]
+            if row is not None:
+                params += [row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
+                           row.updated_at, row.turn_count]
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(_CLAIM_NEW_THREAD if row is not None else _CLAIM, params)
+            claimed = await cur.fetchone()
+            found = _record(claimed) if claimed else await self._select_request(conn, key)
+        assert found is not None  # claimed above, or live already
         return found
 
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
@@ -289,7 +349,8 @@ class PostgresThreadStore:
 
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
-                   on_wait: OnWait | None = None) -> AsyncIterator[Lease]:
+                   on_wait: OnWait | None = None,
+                   create: ThreadRow | None = None) -> AsyncIterator[Lease]:
         async with self._waiters.waiting(thread_id, policy=policy):
             if on_wait is not None and self._lock_pool_full():
                 # Every lock connection holds a running turn: say so now, not
@@ -300,27 +361,38 @@ class PostgresThreadStore:
             self._held += 1
             self._idle.clear()
             try:
+                epoch: list[int | None] = []
+                # True while a lock attempt's outcome is unknown (it failed or was
+                # cancelled mid-way): the lock may be held, so it must be released.
+                unsure = False
 
                 async def try_lock() -> bool:
+                    nonlocal unsure
+                    unsure = True
                     with translate_store_errors():
-                        cur = await conn.execute(
-                            "SELECT pg_try_advisory_lock(%s, hashtext(%s))",
-                            (_LOCK_CLASS, thread_id))
+                        if create is None:
+                            cur = await conn.execute(_LOCK_AND_BUMP,
+                                                     (_LOCK_CLASS, thread_id, thread_id))
+                        else:
+                            r = create
+                            cur = await conn.execute(_LOCK_AND_CREATE, (
+                                _LOCK_CLASS, thread_id, r.thread_id, r.tenant, r.user_id,
+                                r.title, r.created_at, r.updated_at, r.turn_count))
                         row = await cur.fetchone()
-                    return bool(row and row[0])
+                    unsure = False
+                    if not (row and row[0]):
+                        return False
+                    epoch.append(row[1])
+                    return True
 
-                await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
-                                      on_wait=on_wait,
-                                      position=lambda: self._waiters.position(thread_id))
                 try:
-                    # The fencing token: any earlier holder that lost its session
-                    # without noticing can no longer commit (see commit_turn).
-                    with translate_store_errors():
-                        cur = await conn.execute(
-                            "UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-                            " WHERE thread_id = %s RETURNING lease_epoch", (thread_id,))
-                        bumped = await cur.fetchone()
-                    yield Lease(thread_id, bumped[0] if bumped else None)
+                    # The lock and the fencing token in one statement: any earlier
+                    # holder that lost its session without noticing can no longer
+                    # commit (see commit_turn).
+                    await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
+                                          on_wait=on_wait,
+                                          position=lambda: self._waiters.position(thread_id))
+                    yield Lease(thread_id, epoch[-1])
                 finally:
                     # The lock is session-level: release it before the connection
                     # returns to the pool, even when the turn was cancelled. If the
@@ -330,9 +402,10 @@ class PostgresThreadStore:
                     # lock: the turn's outcome was decided by its fenced commit, so
                     # a failed unlock must not turn it into an error.
                     try:
-                        await asyncio.shield(conn.execute(
-                            "SELECT pg_advisory_unlock(%s, hashtext(%s))",
-                            (_LOCK_CLASS, thread_id)))
+                        if epoch or unsure:
+                            await asyncio.shield(conn.execute(
+                                "SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                                (_LOCK_CLASS, thread_id)))
                     except Exception as exc:
                         log.warning("unlock of thread %s failed (%s); closing its session",
                                     thread_id, exc)

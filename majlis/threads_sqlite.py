@@ -470,7 +470,10 @@ class SqliteThreadStore:
 
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
-                   on_wait: OnWait | None = None) -> AsyncIterator[Lease]:
+                   on_wait: OnWait | None = None,
+                   create: ThreadRow | None = None) -> AsyncIterator[Lease]:
+        if create is not None:
+            await self.create(create)
         owner = uuid.uuid4().hex
         # Counted from before the first try: drain() must wait for a lease
         # that is being written while the turn is cancelled.

@@ -116,7 +116,7 @@ class TurnRunner:
         """
         deadline = time.monotonic() + order.timeout_s
         with self._db.errors():
-            thread_id, replay = await self._claim(order)
+            thread_id, replay, new_row = await self._claim(order)
         if replay is not None:
             # A finished request is immutable: replaying needs no lock.
             for envelope in replayed(replay):
@@ -132,7 +132,7 @@ class TurnRunner:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
             async with self._db.errors(), contextlib.aclosing(
-                    self._locked(order, thread_id, deadline)) as turn_events:
+                    self._locked(order, thread_id, deadline, create=new_row)) as turn_events:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
@@ -144,11 +144,14 @@ class TurnRunner:
         finally:
             span.end()
 
-    async def _claim(self, order: TurnOrder) -> tuple[str, RequestRecord | None]:
-        """The thread this order runs on, and its record if it already finished.
+    async def _claim(self, order: TurnOrder
+                     ) -> tuple[str, RequestRecord | None, ThreadRow | None]:
+        """The thread this order runs on, its record if it already finished, and
+        the row of a new thread the lock must create (no request_id: the lock
+        statement inserts it, one round trip for both).
 
         With a ``request_id`` the thread of a new conversation is created in
-        the same transaction that records the request, so a retry of a first
+        the same statement that records the request, so a retry of a first
         message (empty thread_id) finds the same thread instead of making one.
         """
         inp = order.input
@@ -162,9 +165,7 @@ class TurnRunner:
                                 title="", created_at=inp.at, updated_at=inp.at, turn_count=0)
         key = order.key
         if key is None:
-            if new_row is not None:
-                await self._db.threads.create(new_row)
-            return thread_id, None
+            return thread_id, None, new_row
         digest = content_hash(order.content)
         record = await self._db.threads.claim_request(
             key, thread_id=thread_id, content_hash=digest, new_thread=new_row,
@@ -173,13 +174,13 @@ class TurnRunner:
                                                           and not inp.thread_id)
         if record.content_hash != digest or not same_thread:
             raise RequestIdReused(_reused(order, record))
-        return record.thread_id, record if record.done else None
+        return record.thread_id, record if record.done else None, None
 
-    async def _locked(self, order: TurnOrder, thread_id: str,
-                      deadline: float) -> AsyncGenerator[Envelope, None]:
+    async def _locked(self, order: TurnOrder, thread_id: str, deadline: float, *,
+                      create: ThreadRow | None = None) -> AsyncGenerator[Envelope, None]:
         wait = min(self._enqueue_wait_s, max(0.0, deadline - time.monotonic()))
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
-            thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait))
+            thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create))
         # Waiting for capacity is said at once (a ``queued`` event), never in silence.
         async for queued in lock.wait():
             yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
@@ -199,7 +200,10 @@ class TurnRunner:
                 await self._check_held(config, inp.approval.call_id, thread_id)
             numbered = _Numbering(thread_id, inp.turn_id)
             yield numbered(inp.started())
-            pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde)
+            # A thread its lock just created (no request_id whose earlier
+            # attempt may have run on it) has no checkpoint to read.
+            pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde,
+                                        fresh=create is not None)
             try:
                 async with asyncio.timeout_at(_loop_deadline(deadline)):
                     with deferring(pending), holding_raw(order.raw):

@@ -234,6 +234,13 @@ Global___PhaseChanged: _TypeAlias = PhaseChanged  # noqa: Y015
 
 @_typing.final
 class TextDelta(_message.Message):
+    """A piece of the reply, in order: concatenating a turn's text_delta texts gives
+    turn_completed.text. Text that is ready at the same moment is sent as one
+    delta (the offline responder's whole reply is one); a streaming model's
+    deltas follow its stream, as the model cut them. Clients concatenate; they
+    never assume one delta per word.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TEXT_FIELD_NUMBER: _builtins.int

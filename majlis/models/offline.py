@@ -1,6 +1,9 @@
 """The offline responder: useful with no language model configured, and honest.
 
-Deterministic: the same request always streams the same words. Per turn it
+Deterministic: the same request always gives the same reply. The whole reply
+is composed before anything is sent, so it is ready at one moment and streams
+as ONE ``TextChunk`` (one ``text_delta``): a delta carries one or more whole
+words, clients concatenate them (``TextDelta`` in the proto). Per turn it
 composes, in this order:
 
 1. the Majlis opening (reciprocal greeting) the respond node computed;
@@ -44,7 +47,7 @@ from majlis.models.types import (
     ToolSpec,
     UsageReport,
 )
-from majlis.reply_text import render_content, stream_words
+from majlis.reply_text import render_content
 from nlp.keys import KeyFunction, content_keys, search_keys, stop_keys_for
 
 __all__ = ["OfflineResponder"]
@@ -92,8 +95,10 @@ class OfflineResponder:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
         text, extras = self.compose(request)
-        for word in stream_words(text) if text else []:
-            yield TextChunk(word)
+        if text:
+            # Every word is ready now: one delta, not one per word (each event
+            # costs the service a trip through the graph's stream and gRPC).
+            yield TextChunk(text)
         for extra in extras:
             yield extra
         yield UsageReport(model=self.name, prompt_tokens=0, completion_tokens=0)

@@ -102,6 +102,25 @@ async def test_replay_window_is_a_setting_and_expired_records_are_pruned(
     assert record is not None and record.thread_id == fresh[-1].thread_id and record.done
 
 
+async def test_an_expired_request_id_is_claimed_again_without_a_prune(
+    run_service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim itself overwrites an expired record (no prune ran since): the id runs
+    a new message on a new thread, and a retry within the new window replays it."""
+    u1 = _user()
+    monkeypatch.setattr("majlis.threads_pg.PRUNE_EVERY_S", 1e9)
+    monkeypatch.setattr("majlis.threads_sqlite.PRUNE_EVERY_S", 1e9)
+    # A window long enough that the retry below, one turn later, is inside it.
+    async with run_service(request_replay_window_s=3.0) as svc:
+        first = await collect(svc.client.send("هلا", user_id=u1, request_id="x-1"))
+        await asyncio.sleep(3.5)
+        again = await collect(svc.client.send("وين طلبي؟", user_id=u1, request_id="x-1"))
+        retry = await collect(svc.client.send("وين طلبي؟", user_id=u1, request_id="x-1"))
+    assert not again[-1].turn_completed.replayed
+    assert again[-1].thread_id != first[-1].thread_id
+    assert retry[-1].turn_completed.replayed and retry[-1].thread_id == again[-1].thread_id
+
+
 async def test_deleting_a_thread_forgets_its_request_ids(run_service) -> None:
     u1 = _user()
     async with run_service() as svc:
