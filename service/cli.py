@@ -3,6 +3,10 @@
 >>> main(["chat", "--once", "السلام عليكم", "--json"])   # doctest: +SKIP
 {"thread_id": "…", "turn_id": "…", "seq": 1, "turn_started": {…}}
 …
+
+Each subcommand imports its own dependencies: ``chat`` and ``thread`` are
+clients and load only ``diwaniya.client`` (grpcio + protobuf), never pydantic,
+langgraph, the stores or numpy — that keeps ``chat --once`` under a second.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from diwaniya.errors import DiwaniyaError
-from service.settings import Settings
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 
 def _positive(value: str) -> int:
@@ -144,13 +149,24 @@ async def _migrate(settings: Settings) -> str:
     return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}"
 
 
-async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from service.chat import repl, run_once
-    from service.client import DiwaniyaClient
+def _client_target(args: argparse.Namespace) -> str:
+    """--target, else the server's own listen address (DIWANIYA_LISTEN, or the settings
+    file's only when one is named: loading Settings costs pydantic's import)."""
+    listen = args.target or os.environ.get("DIWANIYA_LISTEN", "")
+    if not listen and os.environ.get("DIWANIYA_SETTINGS_FILE"):
+        from service.settings import Settings
 
-    target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
+        listen = Settings().listen
+    return (listen or "127.0.0.1:50051").replace("0.0.0.0", "127.0.0.1")
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    from diwaniya.client import AsyncClient
+    from service.chat import repl, run_once
+
+    target = _client_target(args)
     client_time = datetime.fromisoformat(args.client_time) if args.client_time else None
-    async with DiwaniyaClient(target, api_key=args.api_key) as client:
+    async with AsyncClient(target, api_key=args.api_key) as client:
         if args.once is not None:
             return await run_once(client, args.once, user_id=args.user, thread_id=args.thread,
                                   country=args.country, timezone=args.timezone,
@@ -159,18 +175,16 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
                           country=args.country, timezone=args.timezone)
 
 
-async def _thread(settings: Settings, args: argparse.Namespace) -> int:
+async def _thread(args: argparse.Namespace) -> int:
     """``diwaniya thread release --thread T --user U`` → one JSON line with the thread's state."""
-    import grpc
+    from diwaniya.client import AsyncClient
 
-    from service.client import DiwaniyaClient
-
-    target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
-    async with DiwaniyaClient(target, api_key=args.api_key) as client:
+    async with AsyncClient(_client_target(args), api_key=args.api_key) as client:
         try:
             view = await client.release_handoff(args.thread, user_id=args.user)
-        except grpc.aio.AioRpcError as exc:
-            print(f"diwaniya: {exc.code().name}: {exc.details()}", file=sys.stderr)
+        except DiwaniyaError as exc:
+            code = exc.rpc_status.code if exc.rpc_status else type(exc).__name__
+            print(f"diwaniya: {code}: {exc.message}", file=sys.stderr)
             return 2
     print(json.dumps({"thread_id": view.thread_id, "handed_off": view.handed_off,
                       "messages": len(view.messages)}, ensure_ascii=False))
@@ -215,28 +229,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("DIWANIYA_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
+        # The client subcommands first: they need no server settings (nor pydantic).
+        if args.command == "chat":
+            return asyncio.run(_chat(args))
+        if args.command == "thread":
+            return asyncio.run(_thread(args))
+        return _server_command(args)
+    except DiwaniyaError as exc:
+        print(f"diwaniya: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _server_command(args: argparse.Namespace) -> int:
+    """serve, migrate and kb: the subcommands that run server code on this machine."""
+    from pydantic import ValidationError
+
+    from service.settings import Settings
+
+    try:
         settings = Settings()
         if args.command == "serve":
             return _serve_command(settings, args)
         if args.command == "migrate":
             print(asyncio.run(_migrate(settings)))
             return 0
-        if args.command == "chat":
-            return asyncio.run(_chat(settings, args))
-        if args.command == "thread":
-            return asyncio.run(_thread(settings, args))
         return asyncio.run(_kb(settings, args))
-    except DiwaniyaError as exc:
-        print(f"diwaniya: {exc.message}", file=sys.stderr)
-        return 2
     except ValidationError as exc:
         problems = "; ".join(
             f"DIWANIYA_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
             for e in exc.errors())
         print(f"diwaniya: invalid settings — {problems}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
 
 
 if __name__ == "__main__":

@@ -1,4 +1,11 @@
-"""A small typed client for ``diwaniya.v1.Conversations``.
+"""A raw-call harness for ``diwaniya.v1.Conversations``: the tests' and bench's view of the wire.
+
+Not used by the server, nor by ``diwaniya chat``: callers use the light client
+of the ``diwaniya-client`` distribution (:class:`diwaniya.client.AsyncClient`:
+typed errors, generated request_ids, safe retries). This one returns the raw
+grpc calls and raises ``grpc.aio.AioRpcError``, so tests can assert exact
+statuses, trailers and cancellation; it shares the light client's channel
+options (TLS/mTLS, API key), so both speak to a server the same way.
 
 >>> async with DiwaniyaClient("127.0.0.1:50051") as client:      # doctest: +SKIP
 ...     async for event in client.send("السلام عليكم", user_id="u1"):
@@ -19,20 +26,23 @@ from types import TracebackType
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from diwaniya.client import _options as opt
 from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
-from service.convert import timestamp
 
 
 class DiwaniyaClient:
-    def __init__(self, target: str, *, api_key: str | None = None,
+    def __init__(self, target: str, *, api_key: str | None = None, tls: bool = False,
+                 tls_ca: opt.Pem | None = None, tls_cert: opt.Pem | None = None,
+                 tls_key: opt.Pem | None = None, tls_server_name: str | None = None,
                  timeout_s: float | None = 120.0, own_connection: bool = False) -> None:
-        # own_connection: grpc shares one TCP connection between channels to the
-        # same target; a client of its own spreads over ``serve --workers``.
-        options = [("grpc.use_local_subchannel_pool", 1)] if own_connection else None
-        self._channel = grpc.aio.insecure_channel(target, options=options)
+        creds = opt.channel_credentials(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert,
+                                        tls_key=tls_key)
+        options = opt.channel_options(own_connection, tls_server_name)
+        self._channel = (grpc.aio.secure_channel(target, creds, options=options) if creds
+                         else grpc.aio.insecure_channel(target, options=options))
         self._stub = pb_grpc.ConversationsStub(self._channel)
-        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
+        self._metadata = opt.auth_metadata(api_key)
         self._timeout = timeout_s
 
     async def __aenter__(self) -> DiwaniyaClient:
@@ -46,18 +56,7 @@ class DiwaniyaClient:
     async def close(self) -> None:
         await self._channel.close()
 
-    @staticmethod
-    def message(
-        text: str, *, user_id: str, thread_id: str = "", request_id: str = "", country: str = "",
-        timezone: str = "", client_time: datetime | None = None,
-        register: pb.Register.ValueType = pb.REGISTER_UNSPECIFIED,
-    ) -> pb.SendMessageRequest:
-        msg = pb.SendMessageRequest(text=text, user_id=user_id, thread_id=thread_id,
-                                    request_id=request_id, country=country, timezone=timezone,
-                                    register=register)
-        if client_time is not None:
-            msg.client_time.CopyFrom(timestamp(client_time))
-        return msg
+    message = staticmethod(opt.message)
 
     def send(self, text: str, *, user_id: str, thread_id: str = "", request_id: str = "",
              country: str = "", timezone: str = "", client_time: datetime | None = None,

@@ -40,5 +40,7 @@ def test_configmap_names_only_real_settings_and_grace_outlasts_drain() -> None:
 
 def test_dockerfile_ships_every_package() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-    for package in ("diwaniya", "service", "majlis", "nlp", "memory"):
+    # client/ is the diwaniya-client distribution (the diwaniya namespace).
+    for package in ("client", "service", "majlis", "nlp", "memory"):
         assert f"COPY {package} {package}" in dockerfile
+    assert "python -m build --wheel --outdir /wheels client" in dockerfile
