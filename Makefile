@@ -56,8 +56,18 @@ proto-check: $(STAMP)
 	  cmp -s $$tmp/diwaniya/v1/$$f $(PROTO_PKG)/$$f || { echo "$(PROTO_PKG)/$$f is stale: run 'make proto'"; exit 1; }; \
 	done; rm -rf $$tmp
 
+# buf (buf.yaml): lint rules with documented exceptions, and no breaking change
+# against the previous commit's proto (first parent: on main, the last merge).
+# BUF_AGAINST overrides the baseline, e.g. BUF_AGAINST='.git#branch=main,subdir=proto'.
+BUF_AGAINST ?= .git\#ref=HEAD~1,subdir=proto
+
+## lint: ruff, buf lint, buf breaking against the previous commit
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/buf lint
+	@git rev-parse -q --verify HEAD~1 >/dev/null || { \
+	  echo "buf breaking: no previous commit to compare with (shallow clone? fetch with --depth 2 or more)"; exit 1; }
+	$(BIN)/buf breaking --against '$(BUF_AGAINST)'
 
 typecheck: $(STAMP)
 	$(BIN)/mypy client/diwaniya service majlis nlp memory
