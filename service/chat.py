@@ -13,18 +13,45 @@ import sys
 from datetime import datetime
 from typing import Any, TextIO
 
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 
 from diwaniya.client import AsyncClient
 from diwaniya.errors import DiwaniyaError
 from diwaniya.v1 import conversations_pb2 as pb
 
+# Proto3 JSON writes 64-bit integers as strings (JavaScript doubles lose
+# precision past 2**53); a JSON line for a shell or a backend wants numbers.
+_INT64 = frozenset({FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64,
+                    FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_FIXED64,
+                    FieldDescriptor.TYPE_SFIXED64})
+
+
+def _typed(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    for field in descriptor.fields:
+        if field.name not in data:
+            continue
+        if field.type in _INT64:
+            value = data[field.name]
+            data[field.name] = [int(v) for v in value] if isinstance(value, list) else int(value)
+        elif field.message_type is not None and isinstance(data[field.name], dict):
+            _typed(data[field.name], field.message_type)
+        elif field.message_type is not None and isinstance(data[field.name], list):
+            for item in data[field.name]:
+                if isinstance(item, dict):
+                    _typed(item, field.message_type)
+    return data
+
 
 def event_json(event: pb.TurnEvent) -> str:
-    """One event as one JSON line, Arabic kept readable (not \\u-escaped)."""
+    """One event as one JSON line, Arabic kept readable (not \\u-escaped), numbers as numbers.
+
+    >>> event_json(pb.TurnEvent(seq=9, usage=pb.Usage(model="m", prompt_tokens=812)))
+    '{"seq": 9, "usage": {"model": "m", "prompt_tokens": 812}}'
+    """
     data = MessageToDict(event, preserving_proto_field_name=True,
                          always_print_fields_with_no_presence=False)
-    return json.dumps(data, ensure_ascii=False, sort_keys=False)
+    return json.dumps(_typed(data, event.DESCRIPTOR), ensure_ascii=False, sort_keys=False)
 
 
 def error_json(exc: DiwaniyaError) -> str:
