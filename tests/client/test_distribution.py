@@ -58,6 +58,10 @@ async def streamed():
 out.append(asyncio.run(streamed()))
 
 with Client(target, timeout_s=30) as client:
+    turn = client.send("أبي أعرف وين طلبي", user_id=user)
+    kinds = [e.WhichOneof("event") for e in turn]
+    out.append({"check": "sync_stream", "kinds": kinds, "thread_id": turn.thread_id,
+                "threads": [t.thread_id for t in client.list_threads(user_id=user).threads]})
     try:
         client.get_thread(f"t-missing-{run}", user_id=user)
         out.append({"check": "not_found", "raised": False})
@@ -177,6 +181,10 @@ async def test_streamed_turn_and_typed_errors_against_a_real_server(
     assert len(stream["request_id"]) == 32 and stream["request_id"] != stream["second_request_id"]
     assert stream["thread_id"] and stream["turn_id"] and stream["last_seq"] == len(stream["kinds"])
     assert stream["messages"] == 4 and stream["event_type"] == "TurnEvent"
+
+    (sync,) = by_check["sync_stream"]
+    assert sync["kinds"][-1] == "turn_completed" and "text_delta" in sync["kinds"]
+    assert {stream["thread_id"], sync["thread_id"]} <= set(sync["threads"])
 
     (missing,) = by_check["not_found"]
     assert missing["raised"] and missing["is_domain"]

@@ -55,6 +55,8 @@ class AsyncTurnStream:
         self.turn_id = ""
         self.last_seq = 0
         self.attempts = 0
+        #: The waits before each retry (a server's RetryInfo delay, else the backoff).
+        self.retry_delays: list[float] = []
 
     def __aiter__(self) -> AsyncIterator[pb.TurnEvent]:
         return self._events()
@@ -76,7 +78,9 @@ class AsyncTurnStream:
                 exc = from_rpc_error(rpc)
                 if (self.attempts < self._retry.max_attempts
                         and opt.may_retry(rpc.code(), thread_id=self.thread_id, events_seen=seen)):
-                    await asyncio.sleep(self._retry.delay(self.attempts, exc))
+                    wait = self._retry.delay(self.attempts, exc)
+                    self.retry_delays.append(wait)
+                    await asyncio.sleep(wait)
                     continue
                 raise exc from rpc
 

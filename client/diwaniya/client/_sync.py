@@ -38,6 +38,8 @@ class TurnStream:
         self.turn_id = ""
         self.last_seq = 0
         self.attempts = 0
+        #: The waits before each retry (a server's RetryInfo delay, else the backoff).
+        self.retry_delays: list[float] = []
 
     def __iter__(self) -> Iterator[pb.TurnEvent]:
         return self._events()
@@ -60,7 +62,9 @@ class TurnStream:
                 code = rpc.code() if hasattr(rpc, "code") else grpc.StatusCode.UNKNOWN
                 if (self.attempts < self._retry.max_attempts
                         and opt.may_retry(code, thread_id=self.thread_id, events_seen=seen)):
-                    time.sleep(self._retry.delay(self.attempts, exc))
+                    wait = self._retry.delay(self.attempts, exc)
+                    self.retry_delays.append(wait)
+                    time.sleep(wait)
                     continue
                 # Resume seam: as in AsyncTurnStream._events.
                 raise exc from rpc
