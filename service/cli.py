@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from diwaniya.errors import DiwaniyaError
 
 if TYPE_CHECKING:
+    from diwaniya.client import AsyncClient
     from service.settings import Settings
 
 
@@ -32,6 +33,25 @@ def _positive(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of processes ≥ 1")
     return int(value)
+
+
+def _tls_arguments(p: argparse.ArgumentParser) -> None:
+    """TLS to the server: --tls-ca alone (or --tls with the system roots), mTLS with
+    --tls-cert and --tls-key as well; PEM file paths."""
+    p.add_argument("--tls", action="store_true", help="TLS with the system's root CAs")
+    p.add_argument("--tls-ca", default=os.environ.get("DIWANIYA_CLIENT_TLS_CA"),
+                   help="PEM file of the CA that signed the server's certificate")
+    p.add_argument("--tls-cert", default=os.environ.get("DIWANIYA_CLIENT_TLS_CERT"),
+                   help="PEM client certificate (mTLS; with --tls-key)")
+    p.add_argument("--tls-key", default=os.environ.get("DIWANIYA_CLIENT_TLS_KEY"),
+                   help="PEM client private key (mTLS; with --tls-cert)")
+
+
+def _client(args: argparse.Namespace) -> AsyncClient:
+    from diwaniya.client import AsyncClient
+
+    return AsyncClient(_client_target(args), api_key=args.api_key, tls=args.tls,
+                       tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="ISO 8601 instant, e.g. 2027-02-25T09:00:00+03:00")
     chat.add_argument("--target", default="", help="HOST:PORT of the server")
     chat.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
+    _tls_arguments(chat)
     chat.add_argument("--json", action="store_true", help="print every event as one JSON line")
 
     thread = sub.add_parser("thread", help="manage a thread on a running server")
@@ -67,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("--user", required=True, help="the thread's user id")
     release.add_argument("--target", default="", help="HOST:PORT of the server")
     release.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
+    _tls_arguments(release)
 
     kb = sub.add_parser("kb", help="manage a tenant's knowledge base")
     kbsub = kb.add_subparsers(dest="kb_command", required=True)
@@ -161,12 +183,10 @@ def _client_target(args: argparse.Namespace) -> str:
 
 
 async def _chat(args: argparse.Namespace) -> int:
-    from diwaniya.client import AsyncClient
     from service.chat import repl, run_once
 
-    target = _client_target(args)
     client_time = datetime.fromisoformat(args.client_time) if args.client_time else None
-    async with AsyncClient(target, api_key=args.api_key) as client:
+    async with _client(args) as client:
         if args.once is not None:
             return await run_once(client, args.once, user_id=args.user, thread_id=args.thread,
                                   country=args.country, timezone=args.timezone,
@@ -177,9 +197,7 @@ async def _chat(args: argparse.Namespace) -> int:
 
 async def _thread(args: argparse.Namespace) -> int:
     """``diwaniya thread release --thread T --user U`` → one JSON line with the thread's state."""
-    from diwaniya.client import AsyncClient
-
-    async with AsyncClient(_client_target(args), api_key=args.api_key) as client:
+    async with _client(args) as client:
         try:
             view = await client.release_handoff(args.thread, user_id=args.user)
         except DiwaniyaError as exc:
