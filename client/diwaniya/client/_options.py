@@ -26,6 +26,8 @@ class RetryPolicy:
     ``max_attempts`` counts the first try (1: never retry). The delay before
     attempt n+1 is the status's RetryInfo delay when it has one, else
     ``initial_backoff_s * multiplier**(n-1)``, capped at ``max_backoff_s``.
+    Each attempt has the call's full deadline (``timeout_s``), so the worst case
+    is ``max_attempts`` deadlines plus the waits.
     """
 
     max_attempts: int = 3
