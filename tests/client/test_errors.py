@@ -65,6 +65,11 @@ def test_error_info_reason_refines_the_leaf_and_bad_request_names_the_field() ->
     assert got.rpc_status.field_violations == (
         errors.FieldViolation("user_id", "use 1-128 characters of A-Z a-z 0-9"),)
 
+    calendar = _rich(grpc.StatusCode.INVALID_ARGUMENT, "outside Umm al-Qura",
+                     error_details_pb2.ErrorInfo(reason="CALENDAR_RANGE", domain="diwaniya.v1"))
+    assert type(from_status(calendar.code, calendar.details,
+                            calendar.trailing_metadata)) is errors.CalendarRangeError
+
     # A reason naming a class outside the status's branch does not change the branch.
     odd = _rich(grpc.StatusCode.NOT_FOUND, "x", error_details_pb2.ErrorInfo(reason="LEASE_LOST"))
     assert type(from_status(odd.code, odd.details, odd.trailing_metadata)) is errors.NotFound
@@ -86,17 +91,19 @@ def test_retry_policy_prefers_the_servers_delay_and_is_bounded() -> None:
     assert [policy.delay(n, errors.Unavailable("x")) for n in (1, 2, 3)] == [0.1, 0.2, 0.4]
 
 
-@pytest.mark.parametrize(("code", "thread_id", "seen", "expected"), [
-    (grpc.StatusCode.UNAVAILABLE, "t1", 0, True),          # the request_id replays it there
-    (grpc.StatusCode.RESOURCE_EXHAUSTED, "", 0, True),     # refused before it ran
-    (grpc.StatusCode.UNAVAILABLE, "", 0, False),           # may have created a thread
-    (grpc.StatusCode.UNAVAILABLE, "t1", 3, False),         # events already shown
-    (grpc.StatusCode.INVALID_ARGUMENT, "t1", 0, False),    # a retry cannot fix it
-    (grpc.StatusCode.ABORTED, "t1", 0, False),
+@pytest.mark.parametrize(("code", "thread_id", "seen", "hint", "expected"), [
+    (grpc.StatusCode.UNAVAILABLE, "t1", 0, None, True),         # the request_id replays it there
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "", 0, 1.0, True),     # refused before it ran
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "t1", 0, None, False),  # no RetryInfo: maybe permanent
+    (grpc.StatusCode.UNAVAILABLE, "", 0, None, False),          # may have created a thread
+    (grpc.StatusCode.UNAVAILABLE, "t1", 3, None, False),        # events already shown
+    (grpc.StatusCode.INVALID_ARGUMENT, "t1", 0, None, False),   # a retry cannot fix it
+    (grpc.StatusCode.ABORTED, "t1", 0, 1.0, False),
 ])
 def test_only_idempotent_turns_are_retried(code: grpc.StatusCode, thread_id: str, seen: int,
-                                           expected: bool) -> None:
-    assert may_retry(code, thread_id=thread_id, events_seen=seen) is expected
+                                           hint: float | None, expected: bool) -> None:
+    assert may_retry(code, thread_id=thread_id, events_seen=seen,
+                     retry_after_s=hint) is expected
 
 
 def test_credentials_need_both_halves_of_a_client_certificate(tmp_path) -> None:

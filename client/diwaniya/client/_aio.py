@@ -31,6 +31,11 @@ from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 T = TypeVar("T")
 
 
+def _hint(exc: object) -> float | None:
+    status = getattr(exc, "rpc_status", None)
+    return status.retry_after_s if status is not None else None
+
+
 class AsyncTurnStream:
     """One turn's events; iterate it once. Raises :class:`~diwaniya.errors.DiwaniyaError` leaves.
 
@@ -77,7 +82,8 @@ class AsyncTurnStream:
             except grpc.aio.AioRpcError as rpc:
                 exc = from_rpc_error(rpc)
                 if (self.attempts < self._retry.max_attempts
-                        and opt.may_retry(rpc.code(), thread_id=self.thread_id, events_seen=seen)):
+                        and opt.may_retry(rpc.code(), thread_id=self.thread_id, events_seen=seen,
+                                     retry_after_s=_hint(exc))):
                     wait = self._retry.delay(self.attempts, exc)
                     self.retry_delays.append(wait)
                     await asyncio.sleep(wait)
@@ -180,7 +186,7 @@ class AsyncClient:
             except grpc.aio.AioRpcError as rpc:
                 exc = from_rpc_error(rpc)
                 if (not idempotent or attempt >= self._retry.max_attempts
-                        or rpc.code() not in opt.RETRYABLE):
+                        or not opt.transient(rpc.code(), _hint(exc))):
                     raise exc from rpc
                 await asyncio.sleep(self._retry.delay(attempt, exc))
                 attempt += 1

@@ -52,12 +52,14 @@ def _camel(reason: str) -> str:
 
 
 def _refine(base: type[errors.DiwaniyaError], reason: str) -> type[errors.DiwaniyaError]:
-    """The subclass of ``base`` that ``reason`` names, else ``base``."""
+    """The subclass of ``base`` that ``reason`` names (``LEASE_LOST``, or
+    ``CALENDAR_RANGE`` for ``CalendarRangeError``), else ``base``."""
     if not reason:
         return base
-    candidate = getattr(errors, _camel(reason), None)
-    if isinstance(candidate, type) and issubclass(candidate, base):
-        return candidate
+    for name in (_camel(reason), _camel(reason) + "Error"):
+        candidate = getattr(errors, name, None)
+        if isinstance(candidate, type) and issubclass(candidate, base):
+            return candidate
     return base
 
 

@@ -15,9 +15,6 @@ from diwaniya.v1 import conversations_pb2 as pb
 #: A PEM value: the bytes themselves, or the path of a file holding them.
 Pem = bytes | str | Path
 
-#: Statuses a retry may fix; only for calls a request_id (or a read) makes idempotent.
-RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
-
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -103,15 +100,25 @@ def message(text: str, *, user_id: str, thread_id: str = "", request_id: str = "
     return request
 
 
-def may_retry(code: grpc.StatusCode, *, thread_id: str, events_seen: int) -> bool:
+def may_retry(code: grpc.StatusCode, *, thread_id: str, events_seen: int,
+              retry_after_s: float | None = None) -> bool:
     """Whether a failed turn may be sent again with the same request_id.
 
-    Only before its first event (nothing was shown twice), and only where the
-    request_id makes the repeat idempotent: on a known thread (the server replays
-    a request_id it already ran there), or RESOURCE_EXHAUSTED (refused before it
-    ran). A new-thread turn that failed UNAVAILABLE is not retried: the first try
-    may have created a thread the request_id does not point back to.
+    Only before its first event (nothing is shown twice), only for a transient
+    status (:func:`transient`), and only where the request_id makes the repeat
+    idempotent: on a known thread (the server replays a request_id it already
+    ran there), or RESOURCE_EXHAUSTED (refused before it ran). A new-thread turn
+    that failed UNAVAILABLE is not retried: the first try may have created a
+    thread the request_id does not point back to.
     """
-    if events_seen or code not in RETRYABLE:
+    if events_seen or not transient(code, retry_after_s):
         return False
     return bool(thread_id) or code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def transient(code: grpc.StatusCode, retry_after_s: float | None) -> bool:
+    """UNAVAILABLE; RESOURCE_EXHAUSTED only with the server's RetryInfo: without
+    one it may be permanent (a message over the size limit, refused by grpc itself)."""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return True
+    return code == grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after_s is not None

@@ -25,6 +25,11 @@ from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 T = TypeVar("T")
 
 
+def _hint(exc: object) -> float | None:
+    status = getattr(exc, "rpc_status", None)
+    return status.retry_after_s if status is not None else None
+
+
 class TurnStream:
     """One turn's events, blocking; iterate it once (see :class:`AsyncTurnStream`)."""
 
@@ -61,7 +66,8 @@ class TurnStream:
                 exc = from_rpc_error(rpc)
                 code = rpc.code() if hasattr(rpc, "code") else grpc.StatusCode.UNKNOWN
                 if (self.attempts < self._retry.max_attempts
-                        and opt.may_retry(code, thread_id=self.thread_id, events_seen=seen)):
+                        and opt.may_retry(code, thread_id=self.thread_id, events_seen=seen,
+                                     retry_after_s=_hint(exc))):
                     wait = self._retry.delay(self.attempts, exc)
                     self.retry_delays.append(wait)
                     time.sleep(wait)
@@ -150,7 +156,7 @@ class Client:
                 exc = from_rpc_error(rpc)
                 code = rpc.code() if hasattr(rpc, "code") else grpc.StatusCode.UNKNOWN
                 if not idempotent or attempt >= self._retry.max_attempts \
-                        or code not in opt.RETRYABLE:
+                        or not opt.transient(code, _hint(exc)):
                     raise exc from rpc
                 time.sleep(self._retry.delay(attempt, exc))
                 attempt += 1
