@@ -3,8 +3,9 @@
 Shared by tests/client/test_distribution.py and bench/client_import.py. The
 venv has no pip of its own (``venv --without-pip``); this interpreter's pip
 installs into it (``pip --python``): the built wheel with ``--no-deps``, then
-its three requirements pinned to the versions installed here, so pip's cache
-or the configured indexes serve them without a resolve against new releases.
+its three requirements, everything constrained to the versions installed here,
+so pip's cache or the configured indexes serve them without a resolve against
+new releases.
 """
 
 from __future__ import annotations
@@ -40,8 +41,15 @@ def fresh_client_venv(where: Path) -> Path:
                    timeout=120)
     python = venv / "bin" / "python"
     _pip("--python", str(python), "install", "--no-deps", str(wheel))
+    # Every package the resolver may pick (the three and theirs, e.g.
+    # googleapis-common-protos) is held to the version installed here.
+    constraints = where / "constraints.txt"
+    constraints.write_text("".join(
+        f"{d.metadata['Name']}=={d.version}\n" for d in metadata.distributions()
+        if d.metadata["Name"] and not d.metadata["Name"].lower().startswith("diwaniya")),
+        encoding="utf-8")
     pins = [f"{name}=={metadata.version(name)}" for name in DEPS]
-    _pip("--python", str(python), "install", *pins)
+    _pip("--python", str(python), "install", "-c", str(constraints), *pins)
     return python
 
 
