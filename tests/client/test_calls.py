@@ -77,3 +77,15 @@ async def test_sync_client_from_a_thread(target: str) -> None:
     assert thread.messages[0].text == "مرحبا، عندي سؤال عن الشحن"
     assert more[-1].HasField("turn_completed") and len(thread.messages) == 2
     assert other == "NOT_FOUND"
+
+
+async def test_cancel_ends_the_turn_typed(target: str) -> None:
+    async with AsyncClient(target, timeout_s=60) as client:
+        turn = client.send("السلام عليكم", user_id=f"cancel-{uuid.uuid4().hex[:8]}")
+        events = aiter(turn)
+        first = await anext(events)
+        turn.cancel()
+        with pytest.raises(errors.Cancelled):
+            while True:
+                await anext(events)
+    assert first.seq == 1 and turn.attempts == 1

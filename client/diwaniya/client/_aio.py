@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from diwaniya import errors
 from diwaniya.client import _options as opt
 from diwaniya.client._errors import from_rpc_error
 from diwaniya.v1 import conversations_pb2 as pb
@@ -62,6 +63,7 @@ class AsyncTurnStream:
         self.attempts = 0
         #: The waits before each retry (a server's RetryInfo delay, else the backoff).
         self.retry_delays: list[float] = []
+        self._cancelled = False
 
     def __aiter__(self) -> AsyncIterator[pb.TurnEvent]:
         return self._events()
@@ -79,6 +81,17 @@ class AsyncTurnStream:
                     self.last_seq = max(self.last_seq, event.seq)
                     yield event
                 return
+            except GeneratorExit:
+                # The caller stopped iterating (break, aclose): end the call now
+                # rather than when the generator is collected.
+                call.cancel()
+                raise
+            except asyncio.CancelledError:
+                if not self._cancelled:
+                    raise  # the caller's task was cancelled: not ours to translate
+                # grpc.aio answers a local cancel() with CancelledError; the
+                # caller asked for it, so it gets the typed error, not a task cancel.
+                raise errors.Cancelled("the turn was cancelled by this client") from None
             except grpc.aio.AioRpcError as rpc:
                 exc = from_rpc_error(rpc)
                 if (self.attempts < self._retry.max_attempts
@@ -88,6 +101,8 @@ class AsyncTurnStream:
                     self.retry_delays.append(wait)
                     await asyncio.sleep(wait)
                     continue
+                # Resume seam: with a server-side resume RPC, a break after
+                # events (seen > 0) rejoins from (thread_id, turn_id, last_seq) here.
                 raise exc from rpc
 
     async def collect(self) -> list[pb.TurnEvent]:
@@ -95,7 +110,11 @@ class AsyncTurnStream:
         return [event async for event in self]
 
     def cancel(self) -> None:
-        """Stop receiving; the server cancels the running turn (nothing of it is saved)."""
+        """Stop receiving; the server cancels the running turn (nothing of it is saved).
+
+        Iterating further raises :class:`~diwaniya.errors.Cancelled`.
+        """
+        self._cancelled = True
         if self._call is not None:
             self._call.cancel()
 

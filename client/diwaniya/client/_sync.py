@@ -62,6 +62,9 @@ class TurnStream:
                     self.last_seq = max(self.last_seq, event.seq)
                     yield event
                 return
+            except GeneratorExit:
+                call.cancel()  # the caller stopped iterating: end the call now
+                raise
             except grpc.RpcError as rpc:
                 exc = from_rpc_error(rpc)
                 code = rpc.code() if hasattr(rpc, "code") else grpc.StatusCode.UNKNOWN
