@@ -6,10 +6,12 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test camel proto proto-check lint typecheck bench clean
 
-$(STAMP): pyproject.toml
+# The client distribution first (./client), so that the server's
+# diwaniya-client==<version> requirement resolves to it, not to an index.
+$(STAMP): pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ./client -e ".[dev]"
 	touch $(STAMP)
 
 ## run: start the service on its embedded default (SQLite under ./data, offline responder)
@@ -33,27 +35,44 @@ camel: $(STAMP)
 	$(BIN)/pip install -q "torch==2.13.0"
 	$(BIN)/pip install -q -e ".[camel]"
 
-## proto: regenerate diwaniya/v1 stubs from proto/
+# proto/ is the single source; client/diwaniya/v1 holds the generated stubs and
+# a copy of the .proto shipped as package data (both checked by proto-check).
+PROTO_SRC := proto/diwaniya/v1/conversations.proto
+PROTO_PKG := client/diwaniya/v1
+
+## proto: regenerate client/diwaniya/v1 stubs (and its .proto copy) from proto/
 proto: $(STAMP)
-	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=. --grpc_python_out=. --mypy_out=. \
-	  proto/diwaniya/v1/conversations.proto
+	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=client --grpc_python_out=client --mypy_out=client \
+	  $(PROTO_SRC)
+	cp $(PROTO_SRC) $(PROTO_PKG)/conversations.proto
 
 ## proto-check: fail when the committed stubs are stale
 proto-check: $(STAMP)
 	@tmp=$$(mktemp -d) && \
 	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=$$tmp --grpc_python_out=$$tmp --mypy_out=$$tmp \
-	  proto/diwaniya/v1/conversations.proto && \
-	for f in conversations_pb2.py conversations_pb2_grpc.py conversations_pb2.pyi; do \
-	  cmp -s $$tmp/diwaniya/v1/$$f diwaniya/v1/$$f || { echo "diwaniya/v1/$$f is stale: run 'make proto'"; exit 1; }; \
+	  $(PROTO_SRC) && \
+	cp $(PROTO_SRC) $$tmp/diwaniya/v1/conversations.proto && \
+	for f in conversations_pb2.py conversations_pb2_grpc.py conversations_pb2.pyi conversations.proto; do \
+	  cmp -s $$tmp/diwaniya/v1/$$f $(PROTO_PKG)/$$f || { echo "$(PROTO_PKG)/$$f is stale: run 'make proto'"; exit 1; }; \
 	done; rm -rf $$tmp
 
-## lint: ruff, then the layering contracts ([tool.importlinter] in pyproject.toml)
+# buf (buf.yaml): lint rules with documented exceptions, and no breaking change
+# against the previous commit's proto (first parent: on main, the last merge).
+# BUF_AGAINST overrides the baseline, e.g. BUF_AGAINST='.git#branch=main,subdir=proto'.
+BUF_AGAINST ?= .git\#ref=HEAD~1,subdir=proto
+
+## lint: ruff, the layering contracts ([tool.importlinter] in pyproject.toml),
+## buf lint, buf breaking against the previous commit
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/buf lint
+	@git rev-parse -q --verify HEAD~1 >/dev/null || { \
+	  echo "buf breaking: no previous commit to compare with (shallow clone? fetch with --depth 2 or more)"; exit 1; }
+	$(BIN)/buf breaking --against '$(BUF_AGAINST)'
 
 typecheck: $(STAMP)
-	$(BIN)/mypy diwaniya/errors.py service majlis nlp memory
+	$(BIN)/mypy client/diwaniya service majlis nlp memory
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info client/build client/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -23,10 +23,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 import nlp
-from diwaniya.config import settings_values
 from diwaniya.errors import InvalidRequest
 from majlis import culture
 from majlis.approvals import ApprovalRequest
+from majlis.config import settings_values
 from majlis.events import Envelope
 from majlis.fence import PendingCheckpoint, deferring
 from majlis.persistence import Persistence
@@ -62,7 +62,7 @@ class EngineConfig:
 
     @classmethod
     def from_settings(cls, settings: object) -> EngineConfig:
-        """The engine's part of the operator's settings (see ``diwaniya.config``)."""
+        """The engine's part of the operator's settings (see ``majlis.config``)."""
         return cls(limits=Limits.from_settings(settings), **settings_values(
             cls, settings, {"policy": "concurrency_policy",
                             "turn_timeout_s": "default_turn_timeout_s",

@@ -14,8 +14,8 @@ from typing import Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import nlp
-from diwaniya.config import settings_values
 from diwaniya.errors import InvalidRequest
+from majlis.config import settings_values
 from nlp import pii
 
 # Ids are opaque to us but must be safe to log, to use as keys and to echo back.

@@ -1,7 +1,9 @@
-"""The gRPC edge: the only package that imports ``grpc``.
+"""The gRPC edge: the only server package that imports ``grpc`` (the client
+distribution's ``diwaniya.client`` is the callers' side of the same wire).
 
-Public surface: :class:`DiwaniyaClient` for callers, :func:`build_app` and
-:class:`Server` for embedding the service (tests, other entry points).
+Public surface: :func:`build_app` and :class:`Server` for embedding the service
+(tests, other entry points); :class:`DiwaniyaClient`, the raw-call harness that
+tests and bench drive it with. Callers use :mod:`diwaniya.client` instead.
 Attributes load on first use, so ``diwaniya kb …`` does not pay for the
 conversation graph.
 """

@@ -21,9 +21,9 @@ import httpx
 from pydantic import ValidationError
 
 import nlp
-from diwaniya.config import settings_values
 from diwaniya.errors import ConfigurationError
 from majlis import culture
+from majlis.config import settings_values
 from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel

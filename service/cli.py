@@ -3,6 +3,10 @@
 >>> main(["chat", "--once", "السلام عليكم", "--json"])   # doctest: +SKIP
 {"thread_id": "…", "turn_id": "…", "seq": 1, "turn_started": {…}}
 …
+
+Each subcommand imports its own dependencies: ``chat`` and ``thread`` are
+clients and load only ``diwaniya.client`` (grpcio + protobuf), never pydantic,
+langgraph, the stores or numpy — that keeps ``chat --once`` under a second.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diwaniya.errors import ConfigurationError, DiwaniyaError
-from service.settings import Settings, load_settings, unknown_variables
 
 if TYPE_CHECKING:
-    from service.client import ClientTls
+    from diwaniya.client import AsyncClient
+    from service.settings import Settings
 
 
 def _positive(value: str) -> int:
@@ -32,28 +36,38 @@ def _positive(value: str) -> int:
 
 
 def _tls_arguments(p: argparse.ArgumentParser) -> None:
+    """TLS to the server: --tls-ca alone (or --tls with the system roots), mTLS with
+    --tls-cert and --tls-key as well; PEM file paths (defaults DIWANIYA_CLIENT_TLS_*_FILE)."""
+    env = os.environ.get
     p.add_argument("--tls", action="store_true",
                    help="use TLS with the system's CAs (implied by the options below)")
-    p.add_argument("--tls-ca", type=Path, help="CA certificate to trust (PEM; default "
-                   "DIWANIYA_CLIENT_TLS_CA_FILE)")
-    p.add_argument("--tls-cert", type=Path, help="client certificate for mTLS (PEM; default "
-                   "DIWANIYA_CLIENT_TLS_CERT_FILE)")
-    p.add_argument("--tls-key", type=Path, help="its private key (PEM; default "
-                   "DIWANIYA_CLIENT_TLS_KEY_FILE)")
+    p.add_argument("--tls-ca", type=Path, default=env("DIWANIYA_CLIENT_TLS_CA_FILE"),
+                   help="CA certificate to trust (PEM)")
+    p.add_argument("--tls-cert", type=Path, default=env("DIWANIYA_CLIENT_TLS_CERT_FILE"),
+                   help="client certificate for mTLS (PEM; with --tls-key)")
+    p.add_argument("--tls-key", type=Path, default=env("DIWANIYA_CLIENT_TLS_KEY_FILE"),
+                   help="its private key (PEM; with --tls-cert)")
     p.add_argument("--tls-server-name", help="the name to check in the server's certificate")
 
 
-def _client_tls(settings: Settings, args: argparse.Namespace) -> ClientTls | None:
-    """TLS from the flags, else the DIWANIYA_CLIENT_TLS_* settings; None: plaintext."""
-    from service.client import ClientTls
+def _client(args: argparse.Namespace) -> AsyncClient:
+    from diwaniya.client import AsyncClient
 
-    tls = ClientTls(ca_file=args.tls_ca or settings.client_tls_ca_file,
-                    cert_file=args.tls_cert or settings.client_tls_cert_file,
-                    key_file=args.tls_key or settings.client_tls_key_file,
-                    server_name=args.tls_server_name)
-    if not (args.tls or tls.ca_file or tls.cert_file or tls.key_file or tls.server_name):
-        return None
-    return tls
+    tls = bool(args.tls or args.tls_server_name)
+    return AsyncClient(_client_target(args), api_key=args.api_key, tls=tls,
+                       tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                       tls_server_name=args.tls_server_name)
+
+
+def _client_target(args: argparse.Namespace) -> str:
+    """--target, else the server's own listen address (DIWANIYA_LISTEN, or the settings
+    file's only when one is named: loading Settings costs pydantic's import)."""
+    listen = args.target or os.environ.get("DIWANIYA_LISTEN", "")
+    if not listen and os.environ.get("DIWANIYA_SETTINGS_FILE"):
+        from service.settings import Settings
+
+        listen = Settings().listen
+    return (listen or "127.0.0.1:50051").replace("0.0.0.0", "127.0.0.1")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -215,14 +229,11 @@ async def _migrate(settings: Settings) -> str:
     return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}"
 
 
-async def _chat(settings: Settings, args: argparse.Namespace) -> int:
+async def _chat(args: argparse.Namespace) -> int:
     from service.chat import repl, run_once
-    from service.client import DiwaniyaClient
 
-    target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
     client_time = datetime.fromisoformat(args.client_time) if args.client_time else None
-    async with DiwaniyaClient(target, api_key=args.api_key,
-                              tls=_client_tls(settings, args)) as client:
+    async with _client(args) as client:
         if args.once is not None:
             return await run_once(client, args.once, user_id=args.user, thread_id=args.thread,
                                   country=args.country, timezone=args.timezone,
@@ -231,22 +242,14 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
                           country=args.country, timezone=args.timezone)
 
 
-async def _thread(settings: Settings, args: argparse.Namespace) -> int:
+async def _thread(args: argparse.Namespace) -> int:
     """``diwaniya thread release --thread T --user U`` → one JSON line with the thread's state."""
-    import grpc
-
-    from service.client import DiwaniyaClient
-    from service.errors import from_status
-
-    target = args.target or settings.listen.replace("0.0.0.0", "127.0.0.1")
-    async with DiwaniyaClient(target, api_key=args.api_key,
-                              tls=_client_tls(settings, args)) as client:
+    async with _client(args) as client:
         try:
             view = await client.release_handoff(args.thread, user_id=args.user)
-        except grpc.aio.AioRpcError as exc:
-            error = from_status(exc)
-            print(f"diwaniya: {exc.code().name} ({error.reason}): {error.message}",
-                  file=sys.stderr)
+        except DiwaniyaError as exc:
+            code = exc.rpc_status.code if exc.rpc_status else type(exc).__name__
+            print(f"diwaniya: {code} ({exc.reason}): {exc.message}", file=sys.stderr)
             return 2
     print(json.dumps({"thread_id": view.thread_id, "handed_off": view.handed_off,
                       "messages": len(view.messages)}, ensure_ascii=False))
@@ -290,32 +293,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure:
             reconfigure(encoding="utf-8")
-    from service.logs import configure_logging
-
-    # Until the settings are read (they may be invalid): JSON at INFO, text withheld.
-    configure_logging()
     try:
-        # Settings first, before any heavy import: a bad value is one line, at once.
-        settings = load_settings()
-        configure_logging(format=settings.log_format, level=settings.log_level,
-                          message_text=settings.log_message_text)
-        for warning in unknown_variables(settings, os.environ):
-            logging.getLogger("diwaniya.settings").warning("%s", warning)
-        if args.command == "serve":
-            return _serve_command(settings, args)
-        if args.command == "migrate":
-            print(asyncio.run(_migrate(settings)))
-            return 0
+        # The client subcommands first: they need no server settings (nor pydantic).
         if args.command == "chat":
-            return asyncio.run(_chat(settings, args))
+            return asyncio.run(_chat(args))
         if args.command == "thread":
-            return asyncio.run(_thread(settings, args))
-        return asyncio.run(_kb(settings, args))
+            return asyncio.run(_thread(args))
+        return _server_command(args)
     except DiwaniyaError as exc:
         print(f"diwaniya: {exc.message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _server_command(args: argparse.Namespace) -> int:
+    """serve, migrate and kb: the subcommands that run server code on this machine."""
+    from service.logs import configure_logging
+    from service.settings import load_settings, unknown_variables
+
+    # Until the settings are read (they may be invalid): JSON at INFO, text withheld.
+    configure_logging()
+    # Settings first, before any heavy import: a bad value is one line, at once.
+    settings = load_settings()
+    configure_logging(format=settings.log_format, level=settings.log_level,
+                      message_text=settings.log_message_text)
+    for warning in unknown_variables(settings, os.environ):
+        logging.getLogger("diwaniya.settings").warning("%s", warning)
+    if args.command == "serve":
+        return _serve_command(settings, args)
+    if args.command == "migrate":
+        print(asyncio.run(_migrate(settings)))
+        return 0
+    return asyncio.run(_kb(settings, args))
 
 
 if __name__ == "__main__":

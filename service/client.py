@@ -1,4 +1,11 @@
-"""A small typed client for ``diwaniya.v1.Conversations``.
+"""A raw-call harness for ``diwaniya.v1.Conversations``: the tests' and bench's view of the wire.
+
+Not used by the server, nor by ``diwaniya chat``: callers use the light client
+of the ``diwaniya-client`` distribution (:class:`diwaniya.client.AsyncClient`:
+typed errors, generated request_ids, safe retries). This one returns the raw
+grpc calls and raises ``grpc.aio.AioRpcError``, so tests can assert exact
+statuses, trailers and cancellation; it shares the light client's channel
+options (TLS/mTLS, API key), so both speak to a server the same way.
 
 >>> async with DiwaniyaClient("127.0.0.1:50051") as client:      # doctest: +SKIP
 ...     async for event in client.send("السلام عليكم", user_id="u1"):
@@ -21,15 +28,15 @@ from types import TracebackType
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from diwaniya.client import _options as opt
 from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
-from service.convert import timestamp
 
 
 @dataclass(frozen=True)
 class ClientTls:
-    """TLS towards the server: the CA to trust (None: the system roots) and, for
-    mTLS, this client's certificate and key (PEM files).
+    """TLS towards the server as one value: the CA to trust (None: the system
+    roots) and, for mTLS, this client's certificate and key (PEM files).
 
     ``server_name`` overrides the name checked in the server certificate, for
     a target given as an address the certificate does not list.
@@ -40,32 +47,24 @@ class ClientTls:
     key_file: Path | None = None
     server_name: str | None = None
 
-    def credentials(self) -> grpc.ChannelCredentials:
-        if (self.cert_file is None) != (self.key_file is None):
-            raise ValueError("a client certificate needs its key, and the key its certificate")
-        return grpc.ssl_channel_credentials(
-            root_certificates=self.ca_file.read_bytes() if self.ca_file else None,
-            private_key=self.key_file.read_bytes() if self.key_file else None,
-            certificate_chain=self.cert_file.read_bytes() if self.cert_file else None)
-
 
 class DiwaniyaClient:
     def __init__(self, target: str, *, api_key: str | None = None,
-                 timeout_s: float | None = 120.0, own_connection: bool = False,
-                 tls: ClientTls | None = None) -> None:
-        # own_connection: grpc shares one TCP connection between channels to the
-        # same target; a client of its own spreads over ``serve --workers``.
-        options: list[tuple[str, str | int]] = (
-            [("grpc.use_local_subchannel_pool", 1)] if own_connection else [])
-        if tls is None:
-            self._channel = grpc.aio.insecure_channel(target, options=options or None)
-        else:
-            if tls.server_name:
-                options.append(("grpc.ssl_target_name_override", tls.server_name))
-            self._channel = grpc.aio.secure_channel(target, tls.credentials(),
-                                                    options=options or None)
+                 tls: bool | ClientTls | None = False,
+                 tls_ca: opt.Pem | None = None, tls_cert: opt.Pem | None = None,
+                 tls_key: opt.Pem | None = None, tls_server_name: str | None = None,
+                 timeout_s: float | None = 120.0, own_connection: bool = False) -> None:
+        if isinstance(tls, ClientTls):
+            tls_ca, tls_cert, tls_key = tls.ca_file, tls.cert_file, tls.key_file
+            tls_server_name = tls_server_name or tls.server_name
+        tls = bool(tls)
+        creds = opt.channel_credentials(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert,
+                                        tls_key=tls_key)
+        options = opt.channel_options(own_connection, tls_server_name)
+        self._channel = (grpc.aio.secure_channel(target, creds, options=options) if creds
+                         else grpc.aio.insecure_channel(target, options=options))
         self._stub = pb_grpc.ConversationsStub(self._channel)
-        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
+        self._metadata = opt.auth_metadata(api_key)
         self._timeout = timeout_s
 
     async def __aenter__(self) -> DiwaniyaClient:
@@ -79,18 +78,7 @@ class DiwaniyaClient:
     async def close(self) -> None:
         await self._channel.close()
 
-    @staticmethod
-    def message(
-        text: str, *, user_id: str, thread_id: str = "", request_id: str = "", country: str = "",
-        timezone: str = "", client_time: datetime | None = None,
-        register: pb.Register.ValueType = pb.REGISTER_UNSPECIFIED,
-    ) -> pb.SendMessageRequest:
-        msg = pb.SendMessageRequest(text=text, user_id=user_id, thread_id=thread_id,
-                                    request_id=request_id, country=country, timezone=timezone,
-                                    register=register)
-        if client_time is not None:
-            msg.client_time.CopyFrom(timestamp(client_time))
-        return msg
+    message = staticmethod(opt.message)
 
     def send(self, text: str, *, user_id: str, thread_id: str = "", request_id: str = "",
              country: str = "", timezone: str = "", client_time: datetime | None = None,

@@ -16,9 +16,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from diwaniya.config import settings_values
 from diwaniya.errors import ConfigurationError
 from diwaniya.v1 import conversations_pb2 as pb
+from majlis.config import settings_values
 from service import wire
 from service.servicer import ConversationsServicer
 

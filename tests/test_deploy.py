@@ -389,8 +389,10 @@ def test_hadolint_is_clean() -> None:
 
 def test_dockerfile_is_multi_stage_non_root_and_ships_every_package() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-    for package in ("diwaniya", "service", "majlis", "nlp", "memory"):
+    # client/ is the diwaniya-client distribution (the diwaniya namespace).
+    for package in ("client", "service", "majlis", "nlp", "memory"):
         assert f"COPY {package} {package}" in dockerfile
+    assert "python -m build --wheel --outdir /wheels client" in dockerfile
     assert len(re.findall(r"^FROM ", dockerfile, re.MULTILINE)) >= 2
     (user,) = re.findall(r"^USER (\S+)$", dockerfile, re.MULTILINE)
     uid = int(user.split(":")[0])

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from diwaniya.client import AsyncClient
 from majlis.models import Recalled
 from majlis.models.answers import select_answer
 from majlis.models.injection import addresses_assistant
 from memory import kb
-from service import DiwaniyaClient
 from tests.service.conftest import collect
 
 INJECTED = [
@@ -58,7 +58,7 @@ async def test_offline_reply_never_quotes_the_injected_document(
     replies = []
     async with run_service(api_keys={"key": tenant}) as svc:
         await kb.ingest_files(svc.app.store, tenant, sorted(folder.iterdir()))
-        async with DiwaniyaClient(svc.target, api_key="key") as client:
+        async with AsyncClient(svc.target, api_key="key") as client:
             for question in QUESTIONS:
                 events = await collect(client.send(question, user_id=f"c-{uuid.uuid4().hex[:6]}"))
                 replies.append(events[-1].turn_completed.text)

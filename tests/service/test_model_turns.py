@@ -95,10 +95,10 @@ async def test_offline_responder_calls_only_the_tenants_own_webhook(
     shop_tools.write_text(json.dumps(tools, ensure_ascii=False), encoding="utf-8")
     async with run_service(api_keys={"k-shop": "shop", "k-bank": "bank"},
                            tenants={"shop": {"tools_file": str(shop_tools)}}) as svc:
-        from service import DiwaniyaClient
+        from diwaniya.client import AsyncClient
 
-        async with DiwaniyaClient(svc.target, api_key="k-shop") as shop, \
-                DiwaniyaClient(svc.target, api_key="k-bank") as bank:
+        async with AsyncClient(svc.target, api_key="k-shop") as shop, \
+                AsyncClient(svc.target, api_key="k-bank") as bank:
             shop_events = await collect(shop.send("وين طلبي رقم 4411", user_id="u1"))
             bank_events = await collect(bank.send("وين طلبي رقم 4411", user_id="u1"))
     assert "tool_call" in kinds(shop_events) and "tool_result" in kinds(shop_events)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from diwaniya.client import AsyncClient
 from memory import kb
-from service import DiwaniyaClient
 from tests.service.conftest import collect
 
 SAMPLE = 80
@@ -55,7 +55,7 @@ async def test_offline_responder_answers_from_the_kb_and_abstains_honestly(
         await kb.ingest_files(svc.app.store, "arcd-all", [shared_data / "qa_arcd.corpus.jsonl"])
         await kb.ingest_files(svc.app.store, "arcd-half", [half])
         answered = right_sentence = quoting = cited_right = 0
-        async with DiwaniyaClient(svc.target, api_key="key-all") as client:
+        async with AsyncClient(svc.target, api_key="key-all") as client:
             for q in queries[:SAMPLE]:
                 events = await collect(client.send(q["text"], user_id="asker"))
                 reply = _norm(events[-1].turn_completed.text)
@@ -73,7 +73,7 @@ async def test_offline_responder_answers_from_the_kb_and_abstains_honestly(
         # some other passage as if it were the answer.
         unanswerable = [q for q in queries if _article(q["relevant_passage_ids"][0]) not in kept]
         asserted = 0
-        async with DiwaniyaClient(svc.target, api_key="key-half") as client:
+        async with AsyncClient(svc.target, api_key="key-half") as client:
             for q in unanswerable[:UNANSWERABLE]:
                 events = await collect(client.send(q["text"], user_id="asker"))
                 assert events[-1].turn_completed.text

@@ -152,10 +152,10 @@ async def test_the_bot_takes_a_name_only_from_the_persona(run_service) -> None:
     async with run_service(api_keys={"k-named": "named", "k-plain": "plain"},
                            tenants={"named": {"persona_name": "نورة"},
                                     "plain": {"persona_name": ""}}) as svc:
-        from service import DiwaniyaClient
+        from diwaniya.client import AsyncClient
 
-        async with DiwaniyaClient(svc.target, api_key="k-named") as named, \
-                DiwaniyaClient(svc.target, api_key="k-plain") as plain:
+        async with AsyncClient(svc.target, api_key="k-named") as named, \
+                AsyncClient(svc.target, api_key="k-plain") as plain:
             await collect(named.send("اسمي احمد", user_id="u1", country="KW"))
             with_name = _reply(await collect(named.send("شنو اسمك؟", user_id="u1",
                                                         country="KW")))

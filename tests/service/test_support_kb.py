@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from diwaniya.client import AsyncClient
 from memory import kb
-from service import DiwaniyaClient
 from tests.service.conftest import collect
 
 DOCS = {
@@ -53,7 +53,7 @@ def docs(tmp_path: Path) -> list[Path]:
     return sorted(folder.iterdir())
 
 
-async def _ask(client: DiwaniyaClient, text: str) -> tuple[str, list[str]]:
+async def _ask(client: AsyncClient, text: str) -> tuple[str, list[str]]:
     events = await collect(client.send(text, user_id=f"c-{uuid.uuid4().hex[:6]}"))
     quoted = [e.memory_cited.memory_id for e in events
               if e.HasField("memory_cited") and e.memory_cited.quoted]
@@ -77,7 +77,7 @@ async def test_dialect_question_gets_the_fact_from_the_msa_document(
     tenant = f"kb-{uuid.uuid4().hex[:8]}"
     async with run_service(api_keys={"key": tenant}) as svc:
         await kb.ingest_files(svc.app.store, tenant, docs)
-        async with DiwaniyaClient(svc.target, api_key="key") as client:
+        async with AsyncClient(svc.target, api_key="key") as client:
             reply, quoted = await _ask(client, question)
     assert fact in reply, reply
     assert quoted and all(q.startswith(doc) for q in quoted), quoted
@@ -90,7 +90,7 @@ async def test_unanswerable_question_is_not_answered_and_nothing_leaks(
     tenant = f"kb-{uuid.uuid4().hex[:8]}"
     async with run_service(api_keys={"key": tenant}) as svc:
         await kb.ingest_files(svc.app.store, tenant, docs)
-        async with DiwaniyaClient(svc.target, api_key="key") as client:
+        async with AsyncClient(svc.target, api_key="key") as client:
             replies = [await _ask(client, q) for q in (
                 "عندكم برنامج نقاط ولاء؟", "بتبيعوا قطع غيار للسيارات؟", "شنو اسم مدير الشركة؟")]
     for reply, quoted in replies:
@@ -120,7 +120,7 @@ async def test_asking_about_customer_service_is_answered_not_handed_off(
     user = f"cs-{uuid.uuid4().hex[:6]}"
     async with run_service(api_keys={"key": tenant}) as svc:
         await kb.ingest_files(svc.app.store, tenant, [tmp_path / "contact.md"])
-        async with DiwaniyaClient(svc.target, api_key="key") as client:
+        async with AsyncClient(svc.target, api_key="key") as client:
             events = await collect(client.send(question, user_id=user))
             thread = await client.get_thread(events[-1].thread_id, user_id=user)
     kinds = {e.WhichOneof("event") for e in events}
@@ -137,7 +137,7 @@ async def test_a_request_for_customer_service_still_hands_off(
     user = f"cs-{uuid.uuid4().hex[:6]}"
     async with run_service(api_keys={"key": tenant}) as svc:
         await kb.ingest_files(svc.app.store, tenant, [tmp_path / "contact.md"])
-        async with DiwaniyaClient(svc.target, api_key="key") as client:
+        async with AsyncClient(svc.target, api_key="key") as client:
             events = await collect(client.send("ابي اكلم خدمة العملاء", user_id=user))
             thread = await client.get_thread(events[-1].thread_id, user_id=user)
     assert thread.handed_off

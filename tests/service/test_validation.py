@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 import grpc
 import pytest
 
+from diwaniya import errors
+from diwaniya.client import AsyncClient
 from tests.service.conftest import collect
 
 BAD_TURNS = [
@@ -78,25 +80,28 @@ async def test_oversized_grpc_message_is_refused(run_service) -> None:
     async with run_service(max_message_bytes=64 * 1024) as svc:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await collect(svc.client.send("ا " * 100_000, user_id="u1"))
+        # The light client: typed, and not retried (no RetryInfo: the size will not shrink).
+        async with AsyncClient(svc.target) as light:
+            turn = light.send("ا " * 100_000, user_id="u1")
+            with pytest.raises(errors.ResourceExhausted) as typed:
+                await turn.collect()
     assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert typed.value.rpc_status is not None
+    assert typed.value.rpc_status.code == "RESOURCE_EXHAUSTED" and turn.attempts == 1
 
 
 async def test_api_keys_name_the_tenant(run_service) -> None:
-    from service import DiwaniyaClient
-
     async with run_service(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}) as svc:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await collect(svc.client.send("هلا", user_id="u1"))
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        async with DiwaniyaClient(svc.target, api_key="key-a") as a, \
-                DiwaniyaClient(svc.target, api_key="key-b") as b:
-            events = await collect(a.send("هلا", user_id="u1"))
+        async with AsyncClient(svc.target, api_key="key-a") as a, \
+                AsyncClient(svc.target, api_key="key-b") as b:
+            events = await a.send("هلا", user_id="u1").collect()
             thread_id = events[-1].thread_id
             # Same user id, other tenant: the thread does not exist there.
-            with pytest.raises(grpc.aio.AioRpcError) as err:
+            with pytest.raises(errors.NotFound):
                 await b.get_thread(thread_id, user_id="u1")
-            assert err.value.code() == grpc.StatusCode.NOT_FOUND
-            with pytest.raises(grpc.aio.AioRpcError) as err:
-                async with DiwaniyaClient(svc.target, api_key="wrong") as c:
+            with pytest.raises(errors.Unauthenticated):
+                async with AsyncClient(svc.target, api_key="wrong") as c:
                     await c.get_thread(thread_id, user_id="u1")
-            assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED

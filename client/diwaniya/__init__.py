@@ -1,4 +1,7 @@
-"""Diwaniya: the API package (generated ``diwaniya.v1`` stubs) and the domain error tree.
+"""Diwaniya: the API package (generated ``diwaniya.v1`` stubs, their ``.proto``),
+the domain error tree and the clients (``diwaniya.client``).
+
+Distributed alone as ``diwaniya-client`` (grpcio, protobuf, grpcio-status only).
 
 Every other package (``nlp``, ``memory``, ``majlis``, ``service``) raises only
 errors from :mod:`diwaniya.errors`; ``service.errors`` is the one place that

@@ -8,6 +8,8 @@ what was wrong and what to do about it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 
@@ -21,6 +23,8 @@ class DiwaniyaError(Exception):
     """
 
     default_reason: ClassVar[str] = "ERROR"
+    #: Set on errors a client rebuilt from a gRPC status (diwaniya.client); None on the server.
+    rpc_status: RpcStatus | None = None
 
     def __init__(self, message: str, *, reason: str | None = None) -> None:
         super().__init__(message)
@@ -162,3 +166,45 @@ class CalendarRangeError(InvalidRequest):
                  reason: str | None = None) -> None:
         # Only a client's time can leave the calendar's range (the server clock cannot).
         super().__init__(message, field=field, reason=reason)
+
+
+# --- Errors as a client sees them ------------------------------------------
+# ``diwaniya.client.from_rpc_error`` turns a gRPC status back into the leaf of
+# this tree that the server raised (by status code, refined by the ErrorInfo
+# reason) and attaches the status's google.rpc details as ``rpc_status``.
+# Plain data only: this module stays importable without grpc.
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One ``google.rpc.BadRequest.FieldViolation``: which request field, and why."""
+
+    field: str
+    description: str
+
+
+@dataclass(frozen=True)
+class RpcStatus:
+    """A gRPC error status as received, with its google.rpc details decoded.
+
+    ``code`` is the status name (``"NOT_FOUND"``); ``reason``, ``domain`` and
+    ``metadata`` come from ``google.rpc.ErrorInfo`` ("" / empty when the server
+    sent none); ``retry_after_s`` from ``google.rpc.RetryInfo``.
+    """
+
+    code: str
+    message: str
+    reason: str = ""
+    domain: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    field_violations: tuple[FieldViolation, ...] = ()
+    retry_after_s: float | None = None
+
+
+class Cancelled(DiwaniyaError):
+    """The call was cancelled, by the caller or the server (← CANCELLED)."""
+
+
+class ServerError(DiwaniyaError):
+    """A status the API does not raise on purpose: INTERNAL, UNKNOWN, UNIMPLEMENTED,
+    DATA_LOSS… (← those statuses). Report it; retrying rarely helps."""

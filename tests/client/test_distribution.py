@@ -1,0 +1,207 @@
+"""diwaniya-client installed ALONE into a fresh venv, then used against a real server.
+
+The venv holds the built wheel and its three requirements, nothing of the
+server: if the client imported ``service``, ``majlis``, langgraph or numpy, the
+calls below would fail with ModuleNotFoundError. The speed figure is measured
+by bench/client_import.py (printed here, never asserted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from majlis.culture import FixedClock
+from service import Settings, build_app
+from tests.client._venv import ROOT, fresh_client_venv, import_seconds
+from tests.service.conftest import DEFAULT_TIME
+
+# Runs inside the fresh venv: one JSON line per check.
+CLIENT_SCRIPT = r'''
+import asyncio, json, sys
+from diwaniya.client import AsyncClient, Client, RetryPolicy
+from diwaniya import errors
+
+target, dead, run = sys.argv[1], sys.argv[2], sys.argv[3]
+user = f"dist-{run}"
+out = []
+
+def described(exc):
+    s = exc.rpc_status
+    return {"type": type(exc).__name__, "is_domain": isinstance(exc, errors.DiwaniyaError),
+            "code": s.code if s else None, "message": exc.message,
+            "reason": s.reason if s else "", "domain": s.domain if s else "",
+            "field": getattr(exc, "field", None),
+            "violations": [[v.field, v.description] for v in (s.field_violations if s else ())],
+            "retry_after_s": s.retry_after_s if s else None}
+
+async def streamed():
+    async with AsyncClient(target, timeout_s=60) as client:
+        turn = client.send("السلام عليكم", user_id=user, country="KW")
+        kinds = [e.WhichOneof("event") async for e in turn]
+        again = client.send("شلونكم؟", user_id=user, thread_id=turn.thread_id)
+        more = await again.collect()
+        thread = await client.get_thread(turn.thread_id, user_id=user)
+        return {"check": "stream", "kinds": kinds, "request_id": turn.request_id,
+                "thread_id": turn.thread_id, "turn_id": turn.turn_id, "last_seq": turn.last_seq,
+                "second_request_id": again.request_id, "second_events": len(more),
+                "messages": len(thread.messages), "event_type": type(more[-1]).__name__}
+
+out.append(asyncio.run(streamed()))
+
+with Client(target, timeout_s=30) as client:
+    turn = client.send("أبي أعرف وين طلبي", user_id=user)
+    kinds = [e.WhichOneof("event") for e in turn]
+    out.append({"check": "sync_stream", "kinds": kinds, "thread_id": turn.thread_id,
+                "threads": [t.thread_id for t in client.list_threads(user_id=user).threads]})
+    try:
+        client.get_thread(f"t-missing-{run}", user_id=user)
+        out.append({"check": "not_found", "raised": False})
+    except Exception as exc:
+        out.append({"check": "not_found", "raised": True, **described(exc)})
+    try:
+        list(client.send("مرحبا", user_id="not a valid user id!"))
+        out.append({"check": "invalid", "raised": False})
+    except Exception as exc:
+        out.append({"check": "invalid", "raised": True, **described(exc)})
+
+# Server down: a known thread's turn may be retried (its request_id replays it),
+# a new thread's UNAVAILABLE may not (the first try may have created a thread).
+policy = RetryPolicy(max_attempts=3, initial_backoff_s=0.05)
+with Client(dead, timeout_s=10, retry=policy) as client:
+    for thread_id in ("t-known", ""):
+        turn = client.send("مرحبا", user_id=user, thread_id=thread_id)
+        try:
+            turn.collect()
+            out.append({"check": "unavailable", "raised": False})
+        except Exception as exc:
+            out.append({"check": "unavailable", "thread_id": thread_id, "raised": True,
+                        "attempts": turn.attempts, **described(exc)})
+
+for line in out:
+    print(json.dumps(line, ensure_ascii=False))
+'''
+
+
+@pytest.fixture(scope="module")
+def client_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fresh_client_venv(tmp_path_factory.mktemp("client-dist"))
+
+
+def _in_venv(python: Path, code: str) -> Any:
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60, cwd="/")
+    return json.loads(proc.stdout)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_dependencies_are_grpcio_protobuf_grpcio_status_only(client_python: Path) -> None:
+    requires = _in_venv(client_python, "import json; from importlib import metadata; "
+                        "print(json.dumps(metadata.requires('diwaniya-client')))")
+    names = {req.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip()
+             for req in requires}
+    assert names == {"grpcio", "protobuf", "grpcio-status"}, requires
+    # Every installed requirement is satisfied inside the venv, and nothing else came along.
+    check = subprocess.run([sys.executable, "-m", "pip", "--python", str(client_python), "check"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+    installed = _in_venv(client_python, "import json; from importlib import metadata; "
+                         "print(json.dumps(sorted(d.metadata['Name'].lower() "
+                         "for d in metadata.distributions())))")
+    assert "diwaniya" not in installed and "langgraph" not in installed, installed
+    print(f"\nfresh venv distributions: {installed}")
+
+
+def test_installs_one_top_level_name_and_ships_the_proto(client_python: Path) -> None:
+    files = _in_venv(client_python, "import json; from importlib import metadata; "
+                     "d = metadata.distribution('diwaniya-client'); "
+                     "print(json.dumps({'top': d.read_text('top_level.txt'), "
+                     "'record': [str(f) for f in d.files]}))")
+    assert files["top"].split() == ["diwaniya"]
+    roots = {Path(f).parts[0] for f in files["record"]}
+    assert {r for r in roots if not r.endswith(".dist-info")} == {"diwaniya"}, roots
+    shipped = _in_venv(client_python, "import json; from importlib import resources; "
+                       "print(json.dumps((resources.files('diwaniya.v1') / "
+                       "'conversations.proto').read_text('utf-8')))")
+    source = (ROOT / "proto" / "diwaniya" / "v1" / "conversations.proto").read_text("utf-8")
+    assert shipped == source  # proto/ stays the single source; the package carries a copy
+    assert "diwaniya/v1/conversations_pb2.pyi" in files["record"]
+    assert "diwaniya/py.typed" in files["record"]
+
+
+def test_import_time_is_printed(client_python: Path) -> None:
+    """The figure itself is bench/client_import.py's (a table + JSON); here it is shown."""
+    seconds = import_seconds(client_python)
+    print(f"\nimport diwaniya.client in the fresh venv: {seconds:.3f} s (-X importtime)")
+    assert seconds > 0
+
+
+async def test_streamed_turn_and_typed_errors_against_a_real_server(
+    client_python: Path, tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", listen="127.0.0.1:0", drain_grace_s=1.0)
+    app = await build_app(settings, clock=FixedClock(DEFAULT_TIME))
+    server = app.server()
+    await server.start()
+    script = tmp_path / "use_client.py"
+    script.write_text(CLIENT_SCRIPT, encoding="utf-8")
+    dead = f"127.0.0.1:{_free_port()}"
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            str(client_python), str(script), f"127.0.0.1:{server.port}", dead,
+            uuid.uuid4().hex[:10], cwd="/",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=180)
+    finally:
+        await server.drain(0, delay=0)
+        await app.close()
+    assert proc.returncode == 0, err.decode()
+    results = [json.loads(line) for line in out.decode().splitlines()]
+    by_check: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_check.setdefault(r["check"], []).append(r)
+    print("\n" + "\n".join(json.dumps(r, ensure_ascii=False) for r in results))
+
+    (stream,) = by_check["stream"]
+    assert stream["kinds"][0] in {"turn_started", "queued"}
+    assert "text_delta" in stream["kinds"] and stream["kinds"][-1] == "turn_completed"
+    assert len(stream["request_id"]) == 32 and stream["request_id"] != stream["second_request_id"]
+    assert stream["thread_id"] and stream["turn_id"] and stream["last_seq"] == len(stream["kinds"])
+    assert stream["messages"] == 4 and stream["event_type"] == "TurnEvent"
+
+    (sync,) = by_check["sync_stream"]
+    assert sync["kinds"][-1] == "turn_completed" and "text_delta" in sync["kinds"]
+    assert {stream["thread_id"], sync["thread_id"]} <= set(sync["threads"])
+
+    (missing,) = by_check["not_found"]
+    assert missing["raised"] and missing["is_domain"]
+    assert (missing["type"], missing["code"]) == ("NotFound", "NOT_FOUND")
+
+    (invalid,) = by_check["invalid"]
+    assert invalid["raised"] and invalid["is_domain"]
+    assert invalid["type"] == "InvalidRequest" and invalid["code"] == "INVALID_ARGUMENT"
+    assert invalid["message"]
+    if invalid["domain"]:  # the server sends ErrorInfo (s5-edge): then BadRequest names the field
+        assert invalid["domain"] == "diwaniya.v1" and invalid["reason"]
+        assert [v[0] for v in invalid["violations"]] == ["user_id"]
+        assert invalid["field"] == "user_id"
+
+    known, new = by_check["unavailable"]
+    for down in (known, new):
+        assert down["raised"] and down["is_domain"]
+        assert (down["type"], down["code"]) == ("Unavailable", "UNAVAILABLE")
+    assert known["attempts"] == 3  # bounded retries: the request_id makes them safe
+    assert new["attempts"] == 1    # a new thread's turn is never retried blindly
