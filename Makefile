@@ -6,6 +6,9 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test camel proto proto-check lint typecheck bench clean
 
+# Every .proto of the API: `make proto` compiles them, `make proto-check` checks their stubs.
+PROTOS := proto/diwaniya/v1/conversations.proto proto/diwaniya/v1/knowledge.proto
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -36,15 +39,18 @@ camel: $(STAMP)
 ## proto: regenerate diwaniya/v1 stubs from proto/
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=. --grpc_python_out=. --mypy_out=. \
-	  proto/diwaniya/v1/conversations.proto
+	  $(PROTOS)
 
 ## proto-check: fail when the committed stubs are stale
 proto-check: $(STAMP)
 	@tmp=$$(mktemp -d) && \
 	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=$$tmp --grpc_python_out=$$tmp --mypy_out=$$tmp \
-	  proto/diwaniya/v1/conversations.proto && \
-	for f in conversations_pb2.py conversations_pb2_grpc.py conversations_pb2.pyi; do \
-	  cmp -s $$tmp/diwaniya/v1/$$f diwaniya/v1/$$f || { echo "diwaniya/v1/$$f is stale: run 'make proto'"; exit 1; }; \
+	  $(PROTOS) && \
+	for p in $(PROTOS); do \
+	  base=$$(basename $$p .proto); \
+	  for f in $${base}_pb2.py $${base}_pb2_grpc.py $${base}_pb2.pyi; do \
+	    cmp -s $$tmp/diwaniya/v1/$$f diwaniya/v1/$$f || { echo "diwaniya/v1/$$f is stale: run 'make proto'"; exit 1; }; \
+	  done; \
 	done; rm -rf $$tmp
 
 lint: $(STAMP)
