@@ -30,7 +30,9 @@ from majlis.tenants import Tenant, Tenants
 from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
 from memory import KeyFunction, MemoryStore, RuleFactExtractor, open_store
+from memory.kb import UploadLimits
 from service.auth import ApiKeyAuth
+from service.knowledge import KnowledgeServicer
 from service.server import Server, ServerOptions
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
@@ -51,6 +53,10 @@ class App:
     def server(self, *, listen: str | None = None, reuse_port: bool = False) -> Server:
         s = self.settings
         servicer = ConversationsServicer(self.engine, ApiKeyAuth(s.api_keys), self.draining)
+        knowledge = KnowledgeServicer(
+            self.store, ApiKeyAuth(s.api_keys),
+            UploadLimits(max_document_bytes=s.kb_max_document_bytes,
+                         max_upload_bytes=s.kb_max_upload_bytes), self.draining)
         options = ServerOptions(
             listen=listen or s.listen, reflection=s.reflection,
             max_message_bytes=s.max_message_bytes, max_concurrent_streams=s.max_concurrent_streams,
@@ -58,7 +64,7 @@ class App:
             drain_grace_s=s.drain_grace_s, drain_delay_s=s.drain_delay_s,
             readiness_interval_s=s.readiness_interval_s, reuse_port=reuse_port,
         )
-        return Server(servicer, self.ready, options, self.draining)
+        return Server(servicer, self.ready, options, self.draining, knowledge)
 
     async def close(self) -> None:
         # First: turns the server cancelled on shutdown still hold thread

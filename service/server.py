@@ -14,7 +14,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from diwaniya.v1 import conversations_pb2 as pb
+from diwaniya.v1 import knowledge_pb2 as kpb
 from service import wire
+from service.knowledge import KnowledgeServicer
 from service.servicer import ConversationsServicer
 
 log = logging.getLogger("diwaniya.server")
@@ -53,6 +55,7 @@ class Server:
         ready: Callable[[], Awaitable[None]],
         options: ServerOptions,
         draining: asyncio.Event,
+        knowledge: KnowledgeServicer | None = None,
     ) -> None:
         self._options = options
         self._ready = ready
@@ -76,10 +79,15 @@ class Server:
         # Not the generated add_ConversationsServicer_to_server: undecodable
         # bytes must be INVALID_ARGUMENT, not UNKNOWN (service.wire).
         wire.add_servicer(servicer, self._server)
+        names = [SERVICE_NAME]
+        if knowledge is not None:
+            wire.add_servicer(knowledge, self._server, service=kpb.DESCRIPTOR.services_by_name[
+                "Knowledge"], messages=kpb)
+            names.append(knowledge.SERVICE_NAME)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if options.reflection:
             reflection.enable_server_reflection(
-                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+                (*names, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
             )
         self._watch: asyncio.Task[None] | None = None
         self.port = 0
