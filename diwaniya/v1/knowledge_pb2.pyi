@@ -78,7 +78,7 @@ class UpsertDocumentRequest(_message.Message):
     FORMAT_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
     id: _builtins.str
-    """required: 1-200 characters, no control characters, no '#'"""
+    """required: 1-200 characters, no control characters or edge spaces"""
     title: _builtins.str
     """optional; prefixed to every chunk's title"""
     text: _builtins.str
