@@ -1,4 +1,4 @@
-"""``diwaniya``: serve, migrate, chat, thread release, kb.
+"""``diwaniya``: serve, migrate, chat, thread release, kb (service.kb_cli).
 
 >>> main(["chat", "--once", "السلام عليكم", "--json"])   # doctest: +SKIP
 {"thread_id": "…", "turn_id": "…", "seq": 1, "turn_started": {…}}
@@ -15,11 +15,11 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from diwaniya.errors import DiwaniyaError
+from service import kb_cli
 from service.settings import Settings
 
 
@@ -63,18 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("--target", default="", help="HOST:PORT of the server")
     release.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
 
-    kb = sub.add_parser("kb", help="manage a tenant's knowledge base")
-    kbsub = kb.add_subparsers(dest="kb_command", required=True)
-    ingest = kbsub.add_parser("ingest", help="ingest Markdown, text or JSONL files")
-    ingest.add_argument("--tenant", required=True)
-    ingest.add_argument("files", nargs="+", type=Path)
-    search = kbsub.add_parser("search", help="search the knowledge base")
-    search.add_argument("--tenant", required=True)
-    search.add_argument("-k", type=int, default=5)
-    search.add_argument("query")
-    delete = kbsub.add_parser("delete", help="delete documents by id")
-    delete.add_argument("--tenant", required=True)
-    delete.add_argument("doc_ids", nargs="+")
+    kb_cli.add_parser(sub)
     return p
 
 
@@ -177,34 +166,6 @@ async def _thread(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _kb(settings: Settings, args: argparse.Namespace) -> int:
-    from memory import kb, open_store
-    from service.app import search_key_function
-
-    # The same key function as the server: documents indexed here are found there.
-    keys = await asyncio.to_thread(search_key_function, settings, os.environ)
-    store = await open_store(settings.database_dsn(),
-                             sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys)
-    try:
-        if args.kb_command == "ingest":
-            report = await kb.ingest_files(store, args.tenant, args.files)
-            print(json.dumps({"documents": report.documents, "doc_ids": report.doc_ids,
-                              "chunks_written": report.chunks_written,
-                              "chunks_removed": report.chunks_removed}, ensure_ascii=False))
-        elif args.kb_command == "search":
-            for hit in await kb.search(store, args.tenant, args.query, k=args.k):
-                print(json.dumps({"id": hit.record.id, "doc_id": hit.record.doc_id,
-                                  "score": round(hit.score, 4),
-                                  "title": hit.record.title, "snippet": hit.snippet},
-                                 ensure_ascii=False))
-        else:
-            removed = await kb.delete_documents(store, args.tenant, args.doc_ids)
-            print(json.dumps({"chunks_removed": removed}))
-    finally:
-        await store.close()
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     for stream in (sys.stdout, sys.stderr):
@@ -225,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_chat(settings, args))
         if args.command == "thread":
             return asyncio.run(_thread(settings, args))
-        return asyncio.run(_kb(settings, args))
+        return asyncio.run(kb_cli.run(settings, args))
     except DiwaniyaError as exc:
         print(f"diwaniya: {exc.message}", file=sys.stderr)
         return 2

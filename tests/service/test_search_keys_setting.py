@@ -44,7 +44,7 @@ async def test_camel_without_data_fails_before_anything_is_opened(tmp_path: Path
 
 
 @pytest.mark.parametrize("command", [["serve", "--listen", "127.0.0.1:0"],
-                                     ["kb", "search", "--tenant", "t", "كتاب"]])
+                                     ["kb", "search", "--direct", "--tenant", "t", "كتاب"]])
 def test_cli_exits_non_zero_with_the_message(tmp_path: Path, command: list[str]) -> None:
     done = _run({"DIWANIYA_DATA_DIR": str(tmp_path / "data"), "DIWANIYA_SEARCH_KEYS": "camel",
                  "DIWANIYA_CAMEL_DATA_DIR": str(tmp_path / "nowhere")}, *command)
@@ -60,10 +60,11 @@ def test_kb_ingest_and_search_share_the_camel_keys(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path), "DIWANIYA_DATA_DIR": str(tmp_path / "data"),
            "DIWANIYA_SEARCH_KEYS": "camel", "DIWANIYA_CAMEL_DATA_DIR": str(data),
            "DIWANIYA_CAMEL_DB": str(db_file)}
-    ingested = _run(env, "kb", "ingest", "--tenant", "shop", str(doc))
+    assert _run(env, "migrate").returncode == 0
+    ingested = _run(env, "kb", "ingest", "--direct", "--tenant", "shop", str(doc))
     assert ingested.returncode == 0, ingested.stderr
     # والكتاب and الكتب share only their lemma كتاب (the light stems differ).
-    found = _run(env, "kb", "search", "--tenant", "shop", "والكتاب")
+    found = _run(env, "kb", "search", "--direct", "--tenant", "shop", "والكتاب")
     assert found.returncode == 0, found.stderr
     hits = [json.loads(line) for line in found.stdout.splitlines()]
     assert hits and "الكتب" in hits[0]["snippet"]
