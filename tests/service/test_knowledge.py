@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -26,10 +27,16 @@ REFUNDS = """# سياسة الاسترجاع
 SHIPPING = "يصل الشحن داخل المدينة خلال يومين، وإلى باقي المدن خلال خمسة أيام عمل."
 
 
+# The README's example knowledge base, read once at import (not inside a coroutine).
+EXAMPLES = {f.name: f.read_text(encoding="utf-8")
+            for f in sorted((Path(__file__).resolve().parents[2] / "examples" / "kb").glob("*.md"))}
+
+
 class Tenant:
     """One API key's view of the service."""
 
     def __init__(self, channel: grpc.aio.Channel, key: str) -> None:
+        self.channel = channel
         self.stub = kpb_grpc.KnowledgeStub(channel)
         self.md = (("authorization", f"Bearer {key}"),)
 
@@ -225,3 +232,33 @@ async def test_list_documents_pages(knowledge: Callable[..., Any]) -> None:
         first = (await a.stub.ListDocuments(kpb.ListDocumentsRequest(page_size=1),
                                             metadata=a.md)).documents[0]
         assert first.title == "عنوان doc-00" and first.chunk_count == 1
+
+
+async def test_readme_example_knowledge_answers_its_questions(
+    knowledge: Callable[..., Any]
+) -> None:
+    """examples/kb/*.md, as the README uploads them, answers the README's questions."""
+    assert list(EXAMPLES) == ["hours.md", "returns.md", "shipping.md"]
+    async with knowledge() as (a, _):
+        await a.upsert(*(doc(name, text, title=name.removesuffix(".md"))
+                         for name, text in EXAMPLES.items()))
+        for question, expected in [("كم يوم عندي لإرجاع المنتج؟", "returns.md"),
+                                   ("كم رسوم الشحن؟", "shipping.md"),
+                                   ("متى تفتحون؟ أوقات العمل", "hours.md")]:
+            assert (await a.search(question))[0].document_id == expected, question
+
+
+async def test_undecodable_upload_bytes_are_invalid_argument(
+    knowledge: Callable[..., Any]
+) -> None:
+    async with knowledge() as (a, _):
+        upload = a.channel.stream_unary(
+            "/diwaniya.v1.Knowledge/UpsertDocuments", request_serializer=lambda b: b,
+            response_deserializer=kpb.UpsertDocumentsResponse.FromString)
+
+        async def frames() -> AsyncIterator[bytes]:
+            yield kpb.UpsertDocumentRequest(id="ok", text="نص سليم").SerializeToString()
+            yield b"\x1a\x02\xd8\x00"  # field 3 (text): "\xd8\x00" is not UTF-8
+
+        await expect(grpc.StatusCode.INVALID_ARGUMENT, upload(frames(), metadata=a.md), "UTF-8")
+        assert await a.ids() == []  # the valid first document was not written either
