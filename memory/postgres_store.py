@@ -338,7 +338,10 @@ top AS (
 SELECT COLUMNS, top.score, (SELECT array_agg(w.lexeme) FROM w) AS lexemes
 FROM top JOIN memory_records AS r ON r.tenant = $1 AND r.id = top.id
 ORDER BY top.score DESC, top.id
-""".replace("COLUMNS", _COLUMNS).replace("SHORT", str(int(SHORT_TERMS)))
+""".replace("COLUMNS", _COLUMNS.replace(
+    # A hit never carries the uploaded document (memory.kb keeps it in its
+    # first chunk's metadata): up to DIWANIYA_KB_MAX_DOCUMENT_BYTES per hit.
+    "r.metadata::text", "(r.metadata - 'document')::text")).replace("SHORT", str(int(SHORT_TERMS)))
 
 
 class _NoResetConnection(asyncpg.Connection):

@@ -170,8 +170,11 @@ _DOCUMENTS = (
     " FROM memory_records AS r WHERE r.tenant = ? AND r.kind = 'document'"
     " AND r.id = r.doc_id || '#0' AND {filter} ORDER BY r.doc_id LIMIT ?"
 )
+# A hit never carries the uploaded document (memory.kb keeps it in its first
+# chunk's metadata): up to DIWANIYA_KB_MAX_DOCUMENT_BYTES per hit.
+_HIT_COLUMNS = _COLUMNS.replace("r.metadata", "json_remove(r.metadata, '$.document')")
 _BY_ROWIDS = (
-    f"SELECT r.rowid, {_COLUMNS} FROM memory_records AS r"
+    f"SELECT r.rowid, {_HIT_COLUMNS} FROM memory_records AS r"
     " WHERE r.rowid IN (SELECT value FROM json_each(?))"
 )
 

@@ -110,3 +110,13 @@ async def test_postgres_statistics_follow_replaced_documents(pg_dsn: str, tenant
         assert terms == actual and actual
     finally:
         await conn.close()
+
+
+async def test_search_hits_leave_the_uploaded_document_out(store: MemoryStore, tenants: T
+                                                          ) -> None:
+    t = tenants("acme")
+    await store.replace_documents(t, {"x": chunks(t, "x", "سياسة التوصيل السريع")})
+    [hit] = await store.search(t, "التوصيل")
+    assert hit.record.metadata == {"ordinal": 0}  # no "document": it may be a megabyte
+    info = await store.get_document(t, "x")
+    assert info is not None and info.first.metadata["document"] == {"title": "x"}
