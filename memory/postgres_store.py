@@ -163,7 +163,7 @@ RETURNING {_COLUMNS}
 # A document is listed by its first chunk (``{doc_id}#0``, memory.chunking),
 # which every non-empty document has; the count walks the (tenant, doc_id) index.
 _DOCUMENTS = (
-    f"SELECT {_COLUMNS}, (SELECT count(*) FROM memory_records AS c"
+    "SELECT {columns}, (SELECT count(*) FROM memory_records AS c"
     " WHERE c.tenant = r.tenant AND c.doc_id = r.doc_id AND c.kind = 'document')"
     " FROM memory_records AS r WHERE r.tenant = $1 AND r.kind = 'document'"
     " AND r.id = r.doc_id || '#0' AND {filter} ORDER BY r.doc_id LIMIT $3"
@@ -502,14 +502,16 @@ class PostgresMemoryStore:
         self, tenant: str, *, after: str = "", limit: int = 20
     ) -> list[DocumentInfo]:
         async with self._conn() as conn:
-            rows = await conn.fetch(_DOCUMENTS.format(filter="r.doc_id > $2"), tenant, after,
-                                    limit)
+            # A listing leaves each document's text out (it may be a megabyte).
+            rows = await conn.fetch(_DOCUMENTS.format(columns=_COLUMNS.replace(
+                "r.metadata::text", "(r.metadata #- '{document,text}')::text"),
+                filter="r.doc_id > $2"), tenant, after, limit)
         return [_document(row) for row in rows]
 
     async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
         async with self._conn() as conn:
-            row = await conn.fetchrow(_DOCUMENTS.format(filter="r.doc_id = $2"), tenant, doc_id,
-                                      1)
+            row = await conn.fetchrow(_DOCUMENTS.format(columns=_COLUMNS, filter="r.doc_id = $2"),
+                                      tenant, doc_id, 1)
         return _document(row) if row else None
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:

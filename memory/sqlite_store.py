@@ -165,7 +165,7 @@ LIMIT ?
 # A document is listed by its first chunk (``{doc_id}#0``, memory.chunking),
 # which every non-empty document has; the count walks the (tenant, doc_id) index.
 _DOCUMENTS = (
-    f"SELECT {_COLUMNS}, (SELECT count(*) FROM memory_records AS c"
+    "SELECT {columns}, (SELECT count(*) FROM memory_records AS c"
     " WHERE c.tenant = r.tenant AND c.doc_id = r.doc_id AND c.kind = 'document')"
     " FROM memory_records AS r WHERE r.tenant = ? AND r.kind = 'document'"
     " AND r.id = r.doc_id || '#0' AND {filter} ORDER BY r.doc_id LIMIT ?"
@@ -292,13 +292,15 @@ class SqliteMemoryStore:
     async def list_documents(
         self, tenant: str, *, after: str = "", limit: int = 20
     ) -> list[DocumentInfo]:
-        sql = _DOCUMENTS.format(filter="r.doc_id > ?")
+        # A listing leaves each document's text out (it may be a megabyte).
+        sql = _DOCUMENTS.format(columns=_COLUMNS.replace(
+            "r.metadata", "json_remove(r.metadata, '$.document.text')"), filter="r.doc_id > ?")
         async with self._locked() as db:
             async with db.execute(sql, (tenant, after, limit)) as cur:
                 return [_document(row) for row in await cur.fetchall()]
 
     async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
-        sql = _DOCUMENTS.format(filter="r.doc_id = ?")
+        sql = _DOCUMENTS.format(columns=_COLUMNS, filter="r.doc_id = ?")
         async with self._locked() as db:
             async with db.execute(sql, (tenant, doc_id, 1)) as cur:
                 row = await cur.fetchone()

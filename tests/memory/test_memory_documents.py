@@ -120,3 +120,16 @@ async def test_search_hits_leave_the_uploaded_document_out(store: MemoryStore, t
     assert hit.record.metadata == {"ordinal": 0}  # no "document": it may be a megabyte
     info = await store.get_document(t, "x")
     assert info is not None and info.first.metadata["document"] == {"title": "x"}
+
+
+async def test_listing_leaves_the_text_out_and_get_keeps_it(store: MemoryStore, tenants: T
+                                                           ) -> None:
+    t = tenants("acme")
+    first = chunks(t, "x", "سياسة التوصيل السريع")[0]
+    meta = {"ordinal": 0, "document": {"title": "x", "text": "سياسة التوصيل السريع"}}
+    await store.replace_documents(t, {"x": [NewRecord(
+        tenant=t, kind=Kind.DOCUMENT, id=first.id, doc_id="x", text=first.text, metadata=meta)]})
+    [listed] = await store.list_documents(t)
+    assert listed.first.metadata["document"] == {"title": "x"}
+    got = await store.get_document(t, "x")
+    assert got is not None and got.first.metadata == meta
