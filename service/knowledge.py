@@ -46,8 +46,6 @@ _WIRE_FORMATS = {"markdown": kpb.DOCUMENT_FORMAT_MARKDOWN, "text": kpb.DOCUMENT_
 
 
 class KnowledgeServicer(kpb_grpc.KnowledgeServicer):
-    SERVICE_NAME = SERVICE.full_name
-
     def __init__(self, store: MemoryStore, auth: ApiKeyAuth, limits: kb.UploadLimits,
                  draining: asyncio.Event | None = None) -> None:
         self._store = store

@@ -14,7 +14,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from diwaniya.v1 import conversations_pb2 as pb
-from diwaniya.v1 import knowledge_pb2 as kpb
+from service import knowledge as kb_service
 from service import wire
 from service.knowledge import KnowledgeServicer
 from service.servicer import ConversationsServicer
@@ -81,9 +81,9 @@ class Server:
         wire.add_servicer(servicer, self._server)
         names = [SERVICE_NAME]
         if knowledge is not None:
-            wire.add_servicer(knowledge, self._server, service=kpb.DESCRIPTOR.services_by_name[
-                "Knowledge"], messages=kpb)
-            names.append(knowledge.SERVICE_NAME)
+            wire.add_servicer(knowledge, self._server, service=kb_service.SERVICE,
+                              messages=kb_service.kpb)
+            names.append(kb_service.SERVICE.full_name)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if options.reflection:
             reflection.enable_server_reflection(

@@ -262,3 +262,17 @@ async def test_undecodable_upload_bytes_are_invalid_argument(
 
         await expect(grpc.StatusCode.INVALID_ARGUMENT, upload(frames(), metadata=a.md), "UTF-8")
         assert await a.ids() == []  # the valid first document was not written either
+
+
+async def test_reflection_lists_the_knowledge_service(knowledge: Callable[..., Any]) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    async with knowledge() as (a, _):
+        stub = reflection_pb2_grpc.ServerReflectionStub(a.channel)
+
+        async def ask() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
+            yield reflection_pb2.ServerReflectionRequest(list_services="")
+
+        names = [s.name async for r in stub.ServerReflectionInfo(ask())
+                 for s in r.list_services_response.service]
+        assert "diwaniya.v1.Knowledge" in names and "diwaniya.v1.Conversations" in names
