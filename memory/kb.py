@@ -99,10 +99,15 @@ def _jsonl_documents(path: Path, raw: str) -> Iterable[SourceDocument]:
 
 
 def _records(tenant: str, doc: SourceDocument, chunks: Sequence[Chunk]) -> list[NewRecord]:
+    # The first chunk keeps the document as read, as an upload's does, so
+    # GetDocument answers for files ingested in-process too.
+    whole = {"title": doc.title, "format": doc.fmt, "metadata": {"source": doc.source},
+             "text": doc.text}
     return [
         NewRecord(
             tenant=tenant, kind=Kind.DOCUMENT, id=c.id, doc_id=c.doc_id, title=c.title,
-            text=c.text, metadata={"source": doc.source, "ordinal": c.ordinal},
+            text=c.text, metadata={"source": doc.source, "ordinal": c.ordinal,
+                                   **({"document": whole} if c.ordinal == 0 else {})},
         )
         for c in chunks
     ]
@@ -292,7 +297,7 @@ async def upsert_documents(
 def _as_document(info: DocumentInfo) -> KnowledgeDocument:
     own = info.first.metadata.get("document")
     if not isinstance(own, dict):
-        # Ingested by `kb --direct ingest` from a file: no uploaded fields kept.
+        # Written before documents kept their own fields: only the count is known.
         own = {"title": "", "format": "text", "metadata": {"source": str(
             info.first.metadata.get("source", ""))}, "text": ""}
     fmt: DocFormat = "text" if own.get("format") == "text" else "markdown"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,18 @@ async def test_listing_leaves_the_text_out_and_get_keeps_it(store: MemoryStore, 
     assert listed.first.metadata["document"] == {"title": "x"}
     got = await store.get_document(t, "x")
     assert got is not None and got.first.metadata == meta
+
+
+async def test_files_ingested_in_process_can_be_got_whole(
+    store: MemoryStore, tenants: T, tmp_path: Path
+) -> None:
+    from memory import kb
+
+    t = tenants("acme")
+    policy = "# الاسترجاع\n\nخلال أسبوعين.\n\n## الشحن\n\nمجاني.\n"
+    path = tmp_path / "policy.md"
+    path.write_text(policy, encoding="utf-8")
+    await kb.ingest_files(store, t, [path])
+    got = await kb.get_document(store, t, "policy.md")
+    assert got.text == policy and got.title == "policy" and got.chunk_count == 2
+    assert got.metadata == {"source": str(path)}
