@@ -145,6 +145,12 @@ async def test_upsert_replaces_the_old_text(knowledge: Callable[..., Any]) -> No
         assert (await a.search("الدفع عند الاستلام"))[0].chunk_id == "policy#0"
         d = await a.stub.GetDocument(kpb.GetDocumentRequest(id="policy"), metadata=a.md)
         assert d.chunk_count == 1 and d.text.startswith("الدفع")
+        # The same id twice in one call: the last one wins, counted once.
+        got = await a.upsert(doc("twice", "النسخة الأولى من النص"),
+                             doc("twice", "النسخة الثانية من النص"))
+        assert (got.documents, got.chunks) == (1, 1)
+        d = await a.stub.GetDocument(kpb.GetDocumentRequest(id="twice"), metadata=a.md)
+        assert d.text == "النسخة الثانية من النص"
 
 
 async def test_delete_removes_from_search(knowledge: Callable[..., Any]) -> None:
