@@ -37,23 +37,26 @@ camel: $(STAMP)
 
 # proto/ is the single source; client/diwaniya/v1 holds the generated stubs and
 # a copy of the .proto shipped as package data (both checked by proto-check).
-PROTO_SRC := proto/diwaniya/v1/conversations.proto
+# Every .proto of the API: `make proto` compiles them, `make proto-check` checks their stubs.
+PROTOS := proto/diwaniya/v1/conversations.proto proto/diwaniya/v1/knowledge.proto
 PROTO_PKG := client/diwaniya/v1
 
 ## proto: regenerate client/diwaniya/v1 stubs (and its .proto copy) from proto/
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=client --grpc_python_out=client --mypy_out=client \
-	  $(PROTO_SRC)
-	cp $(PROTO_SRC) $(PROTO_PKG)/conversations.proto
+	  $(PROTOS)
+	cp $(PROTOS) $(PROTO_PKG)/
 
 ## proto-check: fail when the committed stubs are stale
 proto-check: $(STAMP)
 	@tmp=$$(mktemp -d) && \
 	$(BIN)/python -m grpc_tools.protoc --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy -Iproto --python_out=$$tmp --grpc_python_out=$$tmp --mypy_out=$$tmp \
-	  $(PROTO_SRC) && \
-	cp $(PROTO_SRC) $$tmp/diwaniya/v1/conversations.proto && \
-	for f in conversations_pb2.py conversations_pb2_grpc.py conversations_pb2.pyi conversations.proto; do \
-	  cmp -s $$tmp/diwaniya/v1/$$f $(PROTO_PKG)/$$f || { echo "$(PROTO_PKG)/$$f is stale: run 'make proto'"; exit 1; }; \
+	  $(PROTOS) && \
+	for p in $(PROTOS); do \
+	  base=$$(basename $$p .proto); cp $$p $$tmp/diwaniya/v1/; \
+	  for f in $${base}_pb2.py $${base}_pb2_grpc.py $${base}_pb2.pyi $${base}.proto; do \
+	    cmp -s $$tmp/diwaniya/v1/$$f $(PROTO_PKG)/$$f || { echo "$(PROTO_PKG)/$$f is stale: run 'make proto'"; exit 1; }; \
+	  done; \
 	done; rm -rf $$tmp
 
 # buf (buf.yaml): lint rules with documented exceptions, and no breaking change

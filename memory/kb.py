@@ -1,7 +1,13 @@
 """The knowledge base: ingest files as tenant-wide document chunks, search, delete.
 
-These are the functions ``diwaniya kb ingest|search|delete`` calls; they take
-a ready store and plain values, and print nothing.
+These are the functions the ``diwaniya.v1.Knowledge`` service (service.knowledge)
+and ``diwaniya kb --direct`` call; they take a ready store and plain values,
+and print nothing.
+
+Documents uploaded through the API keep their own fields in the metadata of
+their first chunk (``{doc_id}#0``) under ``"document"``: title, format, the
+caller's metadata and the text as uploaded, so GetDocument returns what was
+sent, not a re-assembly of chunks (headings become chunk titles, memory.chunking).
 
 Document ids: a Markdown or text file's id is its file name (``refunds.md``);
 each JSONL line ``{_id, title, text}`` is a document with id ``_id``.
@@ -11,24 +17,36 @@ new version no longer has, so a shortened file leaves no stale rows.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from diwaniya.errors import InvalidRequest
+from diwaniya.errors import InvalidRequest, NotFound, ResourceExhausted
 from memory.chunking import Chunk, DocFormat, chunk_document
-from memory.records import Kind, NewRecord, SearchHit
+from memory.records import DocumentInfo, Kind, NewRecord, SearchHit
 from memory.store import MemoryStore
 
 __all__ = [
+    "DocumentInput",
     "IngestReport",
+    "KnowledgeDocument",
+    "UploadBatch",
+    "UploadLimits",
     "delete_documents",
+    "get_document",
     "hit_as_dict",
     "ingest_files",
+    "list_documents",
     "read_documents",
+    "remove_documents",
     "search",
+    "upsert_documents",
 ]
 
 # Rows per put(): large enough to amortise a round trip, small enough that
@@ -81,10 +99,15 @@ def _jsonl_documents(path: Path, raw: str) -> Iterable[SourceDocument]:
 
 
 def _records(tenant: str, doc: SourceDocument, chunks: Sequence[Chunk]) -> list[NewRecord]:
+    # The first chunk keeps the document as read, as an upload's does, so
+    # GetDocument answers for files ingested in-process too.
+    whole = {"title": doc.title, "format": doc.fmt, "metadata": {"source": doc.source},
+             "text": doc.text}
     return [
         NewRecord(
             tenant=tenant, kind=Kind.DOCUMENT, id=c.id, doc_id=c.doc_id, title=c.title,
-            text=c.text, metadata={"source": doc.source, "ordinal": c.ordinal},
+            text=c.text, metadata={"source": doc.source, "ordinal": c.ordinal,
+                                   **({"document": whole} if c.ordinal == 0 else {})},
         )
         for c in chunks
     ]
@@ -144,3 +167,202 @@ def hit_as_dict(hit: SearchHit) -> dict[str, Any]:
         "title": rec.title,
         "snippet": hit.snippet,
     }
+
+
+# --------------------------------------------------------------- the API
+MAX_DOC_ID_CHARS = 200
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 20
+MAX_DELETE_IDS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInput:
+    """One uploaded document (an ``UpsertDocumentRequest``)."""
+
+    id: str
+    text: str
+    title: str = ""
+    fmt: DocFormat = "markdown"
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeDocument:
+    id: str
+    title: str
+    text: str
+    fmt: DocFormat
+    metadata: Mapping[str, str]
+    chunk_count: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UploadLimits:
+    """Bounds of one upload call, in UTF-8 bytes of ``text`` (title and metadata
+    are bounded by the server's per-message limit)."""
+
+    max_document_bytes: int = 1 << 20
+    max_upload_bytes: int = 16 << 20
+
+
+class UploadBatch:
+    """Collects one call's documents, checking each as it arrives, so an
+    oversized call is refused at the document that crosses the limit, before
+    the rest is read, and nothing is written (:func:`upsert_documents` runs
+    only on a complete batch).
+
+    >>> batch = UploadBatch(UploadLimits(max_document_bytes=10, max_upload_bytes=15))
+    >>> batch.add(DocumentInput("a", "سلام"))          # 8 bytes
+    >>> batch.add(DocumentInput("b", "مرحبا"))  # 10 bytes: 18 in all  # doctest: +SKIP
+    Traceback (most recent call last):
+    diwaniya.errors.ResourceExhausted: this upload passed 15 bytes of text ...
+    """
+
+    def __init__(self, limits: UploadLimits) -> None:
+        self._limits = limits
+        self.total_bytes = 0
+        # Later uploads of the same id win, as they would in separate calls.
+        self.documents: dict[str, DocumentInput] = {}
+
+    def add(self, doc: DocumentInput) -> None:
+        check_document(doc, index=len(self.documents))
+        size = len(doc.text.encode("utf-8"))
+        if size > self._limits.max_document_bytes:
+            raise InvalidRequest(
+                f"document {doc.id!r} has {size} bytes of text; the limit per document is "
+                f"{self._limits.max_document_bytes} (DIWANIYA_KB_MAX_DOCUMENT_BYTES): split it "
+                "into several documents", field="text")
+        self.total_bytes += size
+        if self.total_bytes > self._limits.max_upload_bytes:
+            raise ResourceExhausted(
+                f"this upload passed {self._limits.max_upload_bytes} bytes of text "
+                "(DIWANIYA_KB_MAX_UPLOAD_BYTES) at document "
+                f"{doc.id!r}; nothing was written: send the documents in several calls")
+        self.documents[doc.id] = doc
+
+
+def check_document(doc: DocumentInput, *, index: int = 0) -> None:
+    """Raise :class:`InvalidRequest` naming the field of a malformed document."""
+    where = f"document {index + 1}"
+    if not doc.id.strip():
+        raise InvalidRequest(f"{where}: id is required", field="id")
+    if len(doc.id) > MAX_DOC_ID_CHARS:
+        raise InvalidRequest(f"{where}: id is longer than {MAX_DOC_ID_CHARS} characters",
+                             field="id")
+    if doc.id != doc.id.strip() or any(unicodedata.category(c) == "Cc" for c in doc.id):
+        raise InvalidRequest(f"{where}: id {doc.id!r} has control characters or surrounding "
+                             "spaces", field="id")
+    if not doc.text.strip():
+        raise InvalidRequest(f"document {doc.id!r}: text is empty", field="text")
+    if "\x00" in doc.text or "\x00" in doc.title:
+        raise InvalidRequest(f"document {doc.id!r}: text contains NUL (U+0000)", field="text")
+
+
+def _api_records(tenant: str, doc: DocumentInput, chunks: Sequence[Chunk]) -> list[NewRecord]:
+    records = []
+    for c in chunks:
+        meta: dict[str, Any] = {"source": "api", "ordinal": c.ordinal}
+        if c.ordinal == 0:
+            meta["document"] = {"title": doc.title, "format": doc.fmt,
+                                "metadata": dict(doc.metadata), "text": doc.text}
+        records.append(NewRecord(tenant=tenant, kind=Kind.DOCUMENT, id=c.id, doc_id=c.doc_id,
+                                 title=c.title, text=c.text, metadata=meta))
+    return records
+
+
+async def upsert_documents(
+    store: MemoryStore, tenant: str, documents: Iterable[DocumentInput], *,
+    max_chars: int = 2_000,
+) -> tuple[int, int]:
+    """Replace each document (same id) in one store transaction; (documents, chunks).
+
+    A document whose text yields no chunk is refused (``text`` has no words
+    to search), so every stored document is listable by its first chunk.
+    """
+    by_id: dict[str, list[NewRecord]] = {}
+    for doc in documents:
+        chunks = chunk_document(doc.id, doc.text, title=doc.title, fmt=doc.fmt,
+                                max_chars=max_chars)
+        if not chunks:
+            raise InvalidRequest(f"document {doc.id!r}: text has no content", field="text")
+        by_id[doc.id] = _api_records(tenant, doc, chunks)
+    if not by_id:
+        raise InvalidRequest("the upload has no documents: send at least one", field="documents")
+    written = await store.replace_documents(tenant, by_id)
+    return len(by_id), written
+
+
+def _as_document(info: DocumentInfo) -> KnowledgeDocument:
+    own = info.first.metadata.get("document")
+    if not isinstance(own, dict):
+        # Written before documents kept their own fields: only the count is known.
+        own = {"title": "", "format": "text", "metadata": {"source": str(
+            info.first.metadata.get("source", ""))}, "text": ""}
+    fmt: DocFormat = "text" if own.get("format") == "text" else "markdown"
+    return KnowledgeDocument(
+        id=info.doc_id, title=str(own.get("title", "")), text=str(own.get("text", "")),
+        fmt=fmt, metadata={str(k): str(v) for k, v in dict(own.get("metadata") or {}).items()},
+        chunk_count=info.chunk_count, updated_at=info.first.updated_at)
+
+
+def _page_token(doc_id: str) -> str:
+    return base64.urlsafe_b64encode(doc_id.encode("utf-8")).decode("ascii")
+
+
+def _after(page_token: str) -> str:
+    if not page_token:
+        return ""
+    try:
+        after = base64.b64decode(page_token.encode("ascii"), altchars=b"-_",
+                                 validate=True).decode("utf-8")
+        if not after:
+            raise ValueError(page_token)
+        return after
+    except (ValueError, binascii.Error, UnicodeError):
+        raise InvalidRequest("page_token is not a token this service returned; send "
+                             "next_page_token unchanged, or '' for the first page",
+                             field="page_token") from None
+
+
+async def list_documents(
+    store: MemoryStore, tenant: str, *, page_size: int = 0, page_token: str = ""
+) -> tuple[list[KnowledgeDocument], str]:
+    """One page of the tenant's documents by id, and the next page's token ('' at the end)."""
+    if page_size < 0 or page_size > MAX_PAGE_SIZE:
+        raise InvalidRequest(f"page_size must be 0-{MAX_PAGE_SIZE} (0: {DEFAULT_PAGE_SIZE})",
+                             field="page_size")
+    size = page_size or DEFAULT_PAGE_SIZE
+    # One row more than the page tells whether another page exists.
+    infos = await store.list_documents(tenant, after=_after(page_token), limit=size + 1)
+    docs = [_as_document(i) for i in infos[:size]]
+    return docs, (_page_token(docs[-1].id) if len(infos) > size else "")
+
+
+async def get_document(store: MemoryStore, tenant: str, doc_id: str) -> KnowledgeDocument:
+    if not doc_id:
+        raise InvalidRequest("id is required", field="id")
+    info = await store.get_document(tenant, doc_id)
+    if info is None:
+        raise NotFound(f"no document {doc_id!r} in this tenant's knowledge base")
+    return _as_document(info)
+
+
+async def remove_documents(
+    store: MemoryStore, tenant: str, doc_ids: Sequence[str]
+) -> tuple[int, list[str]]:
+    """Delete whole documents: (documents deleted, ids the tenant did not have)."""
+    if not doc_ids:
+        raise InvalidRequest("ids is empty: name at least one document", field="ids")
+    if len(doc_ids) > MAX_DELETE_IDS:
+        raise InvalidRequest(f"at most {MAX_DELETE_IDS} ids per call", field="ids")
+    if any(not d for d in doc_ids):
+        raise InvalidRequest("ids contains an empty id", field="ids")
+    deleted, missing = 0, []
+    for doc_id in dict.fromkeys(doc_ids):
+        if await store.delete_document(tenant, doc_id):
+            deleted += 1
+        else:
+            missing.append(doc_id)
+    return deleted, missing

@@ -20,7 +20,7 @@ Layout and invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,7 +29,14 @@ import asyncpg
 from diwaniya.errors import ResourceExhausted, StoreUnavailable, Unavailable
 from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
 from memory.ranking import K1, SHORT_TERMS, B
-from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
+from memory.records import (
+    DocumentInfo,
+    Kind,
+    MemoryRecord,
+    NewRecord,
+    SearchHit,
+    validated_chunks,
+)
 from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import MAX_K, KeyFunction
 from memory.text_keys import record_terms
@@ -152,6 +159,16 @@ ON CONFLICT (tenant, id) DO UPDATE SET
     doc_len = excluded.doc_len, updated_at = now()
 RETURNING {_COLUMNS}
 """
+
+# A document is listed by its first chunk (``{doc_id}#0``, memory.chunking),
+# which every non-empty document has; the count walks the (tenant, doc_id) index.
+_DOCUMENTS = (
+    "SELECT {columns}, (SELECT count(*) FROM memory_records AS c"
+    " WHERE c.tenant = r.tenant AND c.doc_id = r.doc_id AND c.kind = 'document')"
+    " FROM memory_records AS r WHERE r.tenant = $1 AND r.kind = 'document'"
+    " AND r.id = r.doc_id || '#0' AND {filter} ORDER BY r.doc_id LIMIT $3"
+)
+_DOC_CHUNKS = "r.tenant = $2 AND r.kind = 'document' AND r.doc_id = ANY($3::text[])"
 
 # Add (sign=+1) or remove (sign=-1) the statistics of the rows matching
 # {where}.  GROUP BY makes each (tenant, lexeme) appear once, as ON CONFLICT
@@ -321,7 +338,10 @@ top AS (
 SELECT COLUMNS, top.score, (SELECT array_agg(w.lexeme) FROM w) AS lexemes
 FROM top JOIN memory_records AS r ON r.tenant = $1 AND r.id = top.id
 ORDER BY top.score DESC, top.id
-""".replace("COLUMNS", _COLUMNS).replace("SHORT", str(int(SHORT_TERMS)))
+""".replace("COLUMNS", _COLUMNS.replace(
+    # A hit never carries the uploaded document (memory.kb keeps it in its
+    # first chunk's metadata): up to DIWANIYA_KB_MAX_DOCUMENT_BYTES per hit.
+    "r.metadata::text", "(r.metadata - 'document')::text")).replace("SHORT", str(int(SHORT_TERMS)))
 
 
 class _NoResetConnection(asyncpg.Connection):
@@ -439,16 +459,7 @@ class PostgresMemoryStore:
         ready = {(r.tenant, r.id): r for r in (x.validated() for x in records)}
         if not ready:
             return []
-        cols: list[list[Any]] = [[] for _ in range(12)]
-        for r in ready.values():
-            terms = record_terms(r.title, r.text, self._keys)
-            values = (
-                r.tenant, r.id, r.user_id, Kind(r.kind).value, r.text, r.title,
-                json.dumps(dict(r.metadata), ensure_ascii=False), r.thread_id, r.turn_id,
-                r.doc_id, " ".join(terms), len(terms),
-            )
-            for col, value in zip(cols, values, strict=True):
-                col.append(value)
+        cols = self._columns(ready.values())
         tenants, ids = cols[0], cols[1]
         where = "(r.tenant, r.id) IN (SELECT * FROM unnest($2::text[], $3::text[]))"
         async with self._conn() as conn, conn.transaction():
@@ -458,6 +469,55 @@ class PostgresMemoryStore:
             await _apply_delta(conn, +1, where, tenants, ids)
         by_key = {(row[1], row[0]): _record(row) for row in rows}
         return [by_key[key] for key in ready]
+
+    def _columns(self, records: Collection[NewRecord]) -> list[list[Any]]:
+        """The upsert's twelve parallel arrays (unnest), one entry per record."""
+        cols: list[list[Any]] = [[] for _ in range(12)]
+        for r in records:
+            terms = record_terms(r.title, r.text, self._keys)
+            values = (
+                r.tenant, r.id, r.user_id, Kind(r.kind).value, r.text, r.title,
+                json.dumps(dict(r.metadata), ensure_ascii=False), r.thread_id, r.turn_id,
+                r.doc_id, " ".join(terms), len(terms),
+            )
+            for col, value in zip(cols, values, strict=True):
+                col.append(value)
+        return cols
+
+    async def replace_documents(
+        self, tenant: str, documents: Mapping[str, Sequence[NewRecord]]
+    ) -> int:
+        ready = {r.id: r for r in validated_chunks(tenant, documents)}
+        cols = self._columns(ready.values())
+        doc_ids = list(documents)
+        # One transaction under the tenant's lock: the old chunks' statistics
+        # leave with them and the new ones' arrive, so BM25 never drifts.
+        async with self._conn() as conn, conn.transaction():
+            await _lock_tenants(conn, [tenant])
+            await _apply_delta(conn, -1, _DOC_CHUNKS, tenant, doc_ids)
+            await conn.execute(
+                f"DELETE FROM memory_records AS r WHERE $1::int < 0 AND {_DOC_CHUNKS}",
+                -1, tenant, doc_ids)
+            if ready:
+                await conn.execute(_UPSERT.split("RETURNING")[0], *cols)
+            await _apply_delta(conn, +1, _DOC_CHUNKS, tenant, doc_ids)
+        return len(ready)
+
+    async def list_documents(
+        self, tenant: str, *, after: str = "", limit: int = 20
+    ) -> list[DocumentInfo]:
+        async with self._conn() as conn:
+            # A listing leaves each document's text out (it may be a megabyte).
+            rows = await conn.fetch(_DOCUMENTS.format(columns=_COLUMNS.replace(
+                "r.metadata::text", "(r.metadata #- '{document,text}')::text"),
+                filter="r.doc_id > $2"), tenant, after, limit)
+        return [_document(row) for row in rows]
+
+    async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(_DOCUMENTS.format(columns=_COLUMNS, filter="r.doc_id = $2"),
+                                      tenant, doc_id, 1)
+        return _document(row) if row else None
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         sql = f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.id = $2"
@@ -560,6 +620,10 @@ async def _apply_delta(conn: asyncpg.Connection, sign: int, where: str, *args: A
                 " (SELECT * FROM unnest($1::text[], $2::text[]))",
                 [g[0] for g in gone], [g[1] for g in gone],
             )
+
+
+def _document(row: Sequence[Any]) -> DocumentInfo:
+    return DocumentInfo(doc_id=row[9], first=_record(row[:12]), chunk_count=int(row[12]))
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:

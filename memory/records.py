@@ -9,7 +9,7 @@ two tenants may use the same ids without ever touching each other's rows.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -17,7 +17,7 @@ from typing import Any
 
 from diwaniya.errors import InvalidRequest
 
-__all__ = ["Kind", "MemoryRecord", "NewRecord", "SearchHit"]
+__all__ = ["DocumentInfo", "Kind", "MemoryRecord", "NewRecord", "SearchHit", "validated_chunks"]
 
 
 class Kind(StrEnum):
@@ -112,3 +112,26 @@ class SearchHit:
     record: MemoryRecord
     score: float
     snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """One knowledge-base document as the store sees it: its first chunk
+    (``{doc_id}#0``, whose metadata carries the document's own fields, see
+    memory.kb) and how many chunks it has."""
+
+    doc_id: str
+    first: MemoryRecord
+    chunk_count: int
+
+
+def validated_chunks(tenant: str, documents: Mapping[str, Sequence[NewRecord]]
+                   ) -> list[NewRecord]:
+    """Validated chunks, each of ``tenant`` and of the document it is filed under."""
+    ready = [r.validated() for chunks in documents.values() for r in chunks]
+    for (doc_id, chunks) in documents.items():
+        for r in chunks:
+            if r.tenant != tenant or r.doc_id != doc_id or Kind(r.kind) is not Kind.DOCUMENT:
+                raise InvalidRequest(f"chunk {r.id!r} is not a document chunk of "
+                                     f"{tenant!r}/{doc_id!r}")
+    return ready

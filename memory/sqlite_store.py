@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,14 @@ import aiosqlite
 from diwaniya.errors import Unavailable
 from memory.expansion import BRIDGE_WEIGHT, OWN_REPEATS, Expander, weighted_terms
 from memory.ranking import SHORT_TERMS, PoolStats, idf, score_terms
-from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
+from memory.records import (
+    DocumentInfo,
+    Kind,
+    MemoryRecord,
+    NewRecord,
+    SearchHit,
+    validated_chunks,
+)
 from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import MAX_K, KeyFunction
 from memory.text_keys import record_terms
@@ -155,8 +162,19 @@ WHERE memory_fts MATCH ?
 ORDER BY bm25(memory_fts)
 LIMIT ?
 """
+# A document is listed by its first chunk (``{doc_id}#0``, memory.chunking),
+# which every non-empty document has; the count walks the (tenant, doc_id) index.
+_DOCUMENTS = (
+    "SELECT {columns}, (SELECT count(*) FROM memory_records AS c"
+    " WHERE c.tenant = r.tenant AND c.doc_id = r.doc_id AND c.kind = 'document')"
+    " FROM memory_records AS r WHERE r.tenant = ? AND r.kind = 'document'"
+    " AND r.id = r.doc_id || '#0' AND {filter} ORDER BY r.doc_id LIMIT ?"
+)
+# A hit never carries the uploaded document (memory.kb keeps it in its first
+# chunk's metadata): up to DIWANIYA_KB_MAX_DOCUMENT_BYTES per hit.
+_HIT_COLUMNS = _COLUMNS.replace("r.metadata", "json_remove(r.metadata, '$.document')")
 _BY_ROWIDS = (
-    f"SELECT r.rowid, {_COLUMNS} FROM memory_records AS r"
+    f"SELECT r.rowid, {_HIT_COLUMNS} FROM memory_records AS r"
     " WHERE r.rowid IN (SELECT value FROM json_each(?))"
 )
 
@@ -246,6 +264,47 @@ class SqliteMemoryStore:
             await db.commit()
             stored = [await self._get(db, r.tenant, r.id or "") for r in ready]
         return [s for s in stored if s is not None]
+
+    async def replace_documents(
+        self, tenant: str, documents: Mapping[str, Sequence[NewRecord]]
+    ) -> int:
+        ready = validated_chunks(tenant, documents)
+        now = datetime.now(UTC).isoformat()
+        rows = [
+            (
+                r.tenant, r.id, None, Kind.DOCUMENT.value, r.text, r.title,
+                json.dumps(dict(r.metadata), ensure_ascii=False), None, None, r.doc_id, now,
+                now, " ".join(record_terms(r.title, r.text, self._keys)),
+            )
+            for r in ready
+        ]
+        # sqlite3 opens one transaction before the DELETE and keeps it until
+        # commit(); _locked rolls it back on any error, so nothing half-lands.
+        async with self._locked() as db:
+            await db.execute(
+                "DELETE FROM memory_records WHERE tenant = ? AND kind = 'document'"
+                " AND doc_id IN (SELECT value FROM json_each(?))",
+                (tenant, json.dumps(list(documents), ensure_ascii=False)))
+            await db.executemany(_UPSERT, rows)
+            await db.commit()
+        return len(rows)
+
+    async def list_documents(
+        self, tenant: str, *, after: str = "", limit: int = 20
+    ) -> list[DocumentInfo]:
+        # A listing leaves each document's text out (it may be a megabyte).
+        sql = _DOCUMENTS.format(columns=_COLUMNS.replace(
+            "r.metadata", "json_remove(r.metadata, '$.document.text')"), filter="r.doc_id > ?")
+        async with self._locked() as db:
+            async with db.execute(sql, (tenant, after, limit)) as cur:
+                return [_document(row) for row in await cur.fetchall()]
+
+    async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
+        sql = _DOCUMENTS.format(columns=_COLUMNS, filter="r.doc_id = ?")
+        async with self._locked() as db:
+            async with db.execute(sql, (tenant, doc_id, 1)) as cur:
+                row = await cur.fetchone()
+        return _document(row) if row else None
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         async with self._locked() as db:
@@ -379,6 +438,10 @@ async def _document_frequencies(db: aiosqlite.Connection, terms: Sequence[str]) 
     sql = "SELECT term, doc FROM memory_vocab WHERE term IN (SELECT value FROM json_each(?))"
     async with db.execute(sql, (json.dumps(list(terms), ensure_ascii=False),)) as cur:
         return {str(term): int(doc) for term, doc in await cur.fetchall()}
+
+
+def _document(row: Sequence[Any]) -> DocumentInfo:
+    return DocumentInfo(doc_id=row[9], first=_record(row[:12]), chunk_count=int(row[12]))
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:

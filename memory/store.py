@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
+from memory.records import DocumentInfo, Kind, MemoryRecord, NewRecord, SearchHit
 
 __all__ = ["MemoryStore"]
 
@@ -64,6 +64,24 @@ class MemoryStore(Protocol):
         self, tenant: str, doc_id: str, *, keep: Collection[str] = ()
     ) -> int:
         """Delete a KB document's chunks, except the chunk ids in ``keep``."""
+        ...
+
+    async def replace_documents(
+        self, tenant: str, documents: Mapping[str, Sequence[NewRecord]]
+    ) -> int:
+        """In ONE transaction: delete every chunk of each named document of
+        ``tenant``, then write its new chunks.  Either all of it is visible
+        afterwards or (on any error) none of it.  Returns the chunks written."""
+        ...
+
+    async def list_documents(
+        self, tenant: str, *, after: str = "", limit: int = 20
+    ) -> list[DocumentInfo]:
+        """The tenant's documents with ``doc_id > after``, by ``doc_id``, at most ``limit``."""
+        ...
+
+    async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
+        """One document of ``tenant``, or ``None``."""
         ...
 
     async def close(self) -> None:

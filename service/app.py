@@ -33,10 +33,12 @@ from majlis.tenants import Tenant, Tenants
 from majlis.tools import WebhookTool, WebhookToolConfig
 from majlis.tools.per_turn import TurnTools
 from memory import MemoryStore, RuleFactExtractor, open_store
+from memory.kb import UploadLimits
 from nlp import KeyFunction
 from service.auth import ApiKeyAuth, check_exposure
 from service.instrument import instrument
 from service.keys import dialect_identifier, search_key_function
+from service.knowledge import KnowledgeServicer
 from service.server import Server, ServerOptions, ServerTls
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
@@ -63,13 +65,17 @@ class App:
         auth = ApiKeyAuth(s.api_keys, keys_file=s.api_keys_file, reload_s=s.api_keys_reload_s)
         check_exposure(listen or s.listen, auth, allow_anonymous=s.allow_anonymous)
         servicer = ConversationsServicer(self.engine, auth, self.draining)
+        knowledge = KnowledgeServicer(
+            self.store, auth,
+            UploadLimits(max_document_bytes=s.kb_max_document_bytes,
+                         max_upload_bytes=s.kb_max_upload_bytes), self.draining)
         options = ServerOptions.from_settings(
             s, listen=listen or s.listen, reuse_port=reuse_port,
             tls=ServerTls.from_settings(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file,
                                         s.tls_require_client_cert),
             interceptors=self.telemetry.interceptors(auth.tenant) if self.telemetry else (),
         )
-        return Server(servicer, self.ready, options, self.draining)
+        return Server(servicer, self.ready, options, self.draining, knowledge)
 
     async def close(self) -> None:
         """Close everything build_app opened; a second call does nothing."""

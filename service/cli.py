@@ -1,4 +1,4 @@
-"""``diwaniya``: serve, migrate, chat, thread release, kb.
+"""``diwaniya``: serve, migrate, chat, thread release, kb (service.kb_cli).
 
 >>> main(["chat", "--once", "السلام عليكم", "--json"])   # doctest: +SKIP
 {"thread_id": "…", "turn_id": "…", "seq": 1, "turn_started": {…}}
@@ -106,18 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
     _tls_arguments(release)
 
-    kb = sub.add_parser("kb", help="manage a tenant's knowledge base")
-    kbsub = kb.add_subparsers(dest="kb_command", required=True)
-    ingest = kbsub.add_parser("ingest", help="ingest Markdown, text or JSONL files")
-    ingest.add_argument("--tenant", required=True)
-    ingest.add_argument("files", nargs="+", type=Path)
-    search = kbsub.add_parser("search", help="search the knowledge base")
-    search.add_argument("--tenant", required=True)
-    search.add_argument("-k", type=int, default=5)
-    search.add_argument("query")
-    delete = kbsub.add_parser("delete", help="delete documents by id")
-    delete.add_argument("--tenant", required=True)
-    delete.add_argument("doc_ids", nargs="+")
+    from service import kb_cli  # its parser only: the kb commands import their own deps
+
+    kb_cli.add_parser(sub)
     return p
 
 
@@ -256,35 +247,6 @@ async def _thread(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _kb(settings: Settings, args: argparse.Namespace) -> int:
-    # memory + nlp only (service.keys is light): not the graph, not grpc.
-    from memory import kb, open_store
-    from service.keys import search_key_function
-
-    # The same key function as the server: documents indexed here are found there.
-    keys = await asyncio.to_thread(search_key_function, settings, os.environ)
-    store = await open_store(settings.database_dsn(),
-                             sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys)
-    try:
-        if args.kb_command == "ingest":
-            report = await kb.ingest_files(store, args.tenant, args.files)
-            print(json.dumps({"documents": report.documents, "doc_ids": report.doc_ids,
-                              "chunks_written": report.chunks_written,
-                              "chunks_removed": report.chunks_removed}, ensure_ascii=False))
-        elif args.kb_command == "search":
-            for hit in await kb.search(store, args.tenant, args.query, k=args.k):
-                print(json.dumps({"id": hit.record.id, "doc_id": hit.record.doc_id,
-                                  "score": round(hit.score, 4),
-                                  "title": hit.record.title, "snippet": hit.snippet},
-                                 ensure_ascii=False))
-        else:
-            removed = await kb.delete_documents(store, args.tenant, args.doc_ids)
-            print(json.dumps({"chunks_removed": removed}))
-    finally:
-        await store.close()
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; bad settings or configuration exit 2 with one line on stderr."""
     args = _parser().parse_args(argv)
@@ -325,7 +287,9 @@ def _server_command(args: argparse.Namespace) -> int:
     if args.command == "migrate":
         print(asyncio.run(_migrate(settings)))
         return 0
-    return asyncio.run(_kb(settings, args))
+    from service import kb_cli
+
+    return asyncio.run(kb_cli.run(settings, args))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ from grpc_reflection.v1alpha import reflection
 from diwaniya.errors import ConfigurationError
 from diwaniya.v1 import conversations_pb2 as pb
 from majlis.config import settings_values
+from service import knowledge as kb_service
 from service import wire
+from service.knowledge import KnowledgeServicer
 from service.servicer import ConversationsServicer
 
 log = logging.getLogger("diwaniya.server")
@@ -177,6 +179,7 @@ class Server:
         ready: Callable[[], Awaitable[None]],
         options: ServerOptions,
         draining: asyncio.Event,
+        knowledge: KnowledgeServicer | None = None,
     ) -> None:
         self._options = options
         self._ready = ready
@@ -209,10 +212,15 @@ class Server:
         # Not the generated add_ConversationsServicer_to_server: undecodable
         # bytes must be INVALID_ARGUMENT, not UNKNOWN (service.wire).
         wire.add_servicer(servicer, self._server)
+        names = [SERVICE_NAME]
+        if knowledge is not None:
+            wire.add_servicer(knowledge, self._server, service=kb_service.SERVICE,
+                              messages=kb_service.kpb)
+            names.append(kb_service.SERVICE.full_name)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         if options.reflection:
             reflection.enable_server_reflection(
-                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+                (*names, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
             )
         self._health_server: grpc.aio.Server | None = None
         if options.health_listen:

@@ -188,6 +188,12 @@ class Settings(BaseSettings):
     # camel-tools' data folder; unset: CAMELTOOLS_DATA, else ~/.camel_tools.
     camel_data_dir: Path | None = None
 
+    # --- knowledge base uploads (diwaniya.v1.Knowledge), UTF-8 bytes of text ---
+    # One document's text; more: INVALID_ARGUMENT (split the document).
+    kb_max_document_bytes: int = Field(default=1 << 20, ge=1)
+    # One UpsertDocuments call's text; more: RESOURCE_EXHAUSTED, nothing written.
+    kb_max_upload_bytes: int = Field(default=16 << 20, ge=1)
+
     # --- turns -------------------------------------------------------------
     concurrency_policy: Literal["reject", "enqueue"] = "reject"
     enqueue_wait_s: float = Field(default=30.0, ge=0)

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import grpc
+from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from diwaniya.errors import InvalidRequest
@@ -80,16 +82,18 @@ def _unary_stream(method: Callable[..., Any]) -> Callable[..., Any]:
     return handler
 
 
-def add_servicer(servicer: Any, server: grpc.aio.Server) -> None:
+def add_servicer(servicer: Any, server: grpc.aio.Server, *,
+                 service: ServiceDescriptor = SERVICE, messages: ModuleType = pb) -> None:
     """Like the generated ``add_ConversationsServicer_to_server``, tolerant of bad bytes.
 
     Built from the service descriptor, so a new RPC in the proto is registered
-    here without editing this module.
+    here without editing this module; another service passes its descriptor
+    and the generated module holding its messages (service.knowledge).
     """
     handlers: dict[str, grpc.RpcMethodHandler] = {}
-    for method in SERVICE.methods:
-        request_cls: type[Message] = getattr(pb, method.input_type.name)
-        response_cls: type[Message] = getattr(pb, method.output_type.name)
+    for method in service.methods:
+        request_cls: type[Message] = getattr(messages, method.input_type.name)
+        response_cls: type[Message] = getattr(messages, method.output_type.name)
         impl = getattr(servicer, method.name)
         kwargs: dict[str, Any] = {"request_deserializer": tolerant(request_cls),
                                   "response_serializer": response_cls.SerializeToString}
@@ -104,5 +108,5 @@ def add_servicer(servicer: Any, server: grpc.aio.Server) -> None:
             handler = grpc.unary_unary_rpc_method_handler(_unary_unary(impl), **kwargs)
         handlers[method.name] = handler
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
-    server.add_registered_method_handlers(SERVICE.full_name, handlers)
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)

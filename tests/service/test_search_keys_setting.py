@@ -65,7 +65,7 @@ def test_kb_exits_non_zero_with_the_message(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     done = run_cli(monkeypatch, capsys, _camel_nowhere(tmp_path),
-                   "kb", "search", "--tenant", "t", "كتاب")
+                   "kb", "search", "--direct", "--tenant", "t", "كتاب")
     assert done.returncode == 2
     assert "diwaniya: DIWANIYA_SEARCH_KEYS=camel cannot start" in done.stderr
     assert "camel_data -i morphology-db-msa-r13" in done.stderr
@@ -84,10 +84,13 @@ def test_kb_ingest_and_search_share_the_camel_keys(
            # camel-tools reads its data folder from here (require_camel_morphology
            # sets it); set by the test so monkeypatch restores it.
            "CAMELTOOLS_DATA": str(data)}
-    ingested = run_cli(monkeypatch, capsys, env, "kb", "ingest", "--tenant", "shop", str(doc))
+    assert run_cli(monkeypatch, capsys, env, "migrate").returncode == 0
+    ingested = run_cli(monkeypatch, capsys, env, "kb", "ingest", "--direct", "--tenant", "shop",
+                       str(doc))
     assert ingested.returncode == 0, ingested.stderr
     # والكتاب and الكتب share only their lemma كتاب (the light stems differ).
-    found = run_cli(monkeypatch, capsys, env, "kb", "search", "--tenant", "shop", "والكتاب")
+    found = run_cli(monkeypatch, capsys, env, "kb", "search", "--direct", "--tenant", "shop",
+                    "والكتاب")
     assert found.returncode == 0, found.stderr
     hits = [json.loads(line) for line in found.stdout.splitlines()]
     assert hits and "الكتب" in hits[0]["snippet"]
