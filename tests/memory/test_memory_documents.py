@@ -84,10 +84,10 @@ async def test_postgres_statistics_follow_replaced_documents(pg_dsn: str, tenant
     import asyncpg
 
     from memory import PostgresMemoryStore
-    from memory.keys import default_keys
+    from nlp import stem_and_surface_keys
 
     t = tenants("stats")
-    store = await PostgresMemoryStore.connect(pg_dsn, keys=default_keys(), max_size=2)
+    store = await PostgresMemoryStore.connect(pg_dsn, keys=stem_and_surface_keys, max_size=2)
     try:
         await store.setup()
         await store.replace_documents(t, {"a": chunks(t, "a", "الضمان سنتين", "الشحن مجاني"),

@@ -273,7 +273,8 @@ async def test_undecodable_upload_bytes_are_invalid_argument(
 async def test_reflection_lists_the_knowledge_service(knowledge: Callable[..., Any]) -> None:
     from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-    async with knowledge() as (a, _):
+    # Reflection is off unless enabled (docs/security.md).
+    async with knowledge(reflection=True) as (a, _):
         stub = reflection_pb2_grpc.ServerReflectionStub(a.channel)
 
         async def ask() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
