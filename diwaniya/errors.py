@@ -8,6 +8,8 @@ what was wrong and what to do about it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class DiwaniyaError(Exception):
     """Base of every error the product raises on purpose."""
@@ -51,15 +53,34 @@ class PermissionDenied(DiwaniyaError):
     """Credentials are valid but do not allow this (→ PERMISSION_DENIED)."""
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaViolation:
+    """Which limit a request went over (sent as ``google.rpc.QuotaFailure``).
+
+    ``subject``: whose counter, e.g. ``tenant:acme`` or ``thread:9f2c…``;
+    ``quota_id``: which limit, e.g. ``turns_per_1_minute``, ``thread_tokens_per_1_day``;
+    ``limit``: its value; ``used``: the counter when the request was refused.
+    """
+
+    subject: str
+    quota_id: str
+    limit: float
+    used: float
+    description: str
+
+
 class ResourceExhausted(DiwaniyaError):
     """A limit was hit: queue full, rate limit, too many streams (→ RESOURCE_EXHAUSTED).
 
-    ``retry_after_s``: when trying again is likely to work (sent as RetryInfo).
+    ``retry_after_s``: when trying again is likely to work (sent as RetryInfo);
+    ``quota``: the budget or rate that was exceeded, if any (sent as QuotaFailure).
     """
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after_s: float | None = None,
+                 quota: QuotaViolation | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.quota = quota
 
 
 class DeadlineExceeded(DiwaniyaError):

@@ -21,14 +21,17 @@ import httpx
 import nlp
 from diwaniya.errors import ConfigurationError
 from majlis import culture
+from majlis.budgets import BudgetPolicy, TurnBudgets, parse_rate
 from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
+from majlis.limit_storage import Counters, DatabaseStorage, PostgresCounters, SqliteCounters
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
 from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
 from majlis.toolkit import TurnTools
 from majlis.tools import WebhookTool, WebhookToolConfig
+from majlis.turn_guard import GuardedEngine
 from memory import KeyFunction, MemoryStore, RuleFactExtractor, open_store
 from service.auth import ApiKeyAuth
 from service.server import Server, ServerOptions
@@ -44,6 +47,7 @@ class App:
     store: MemoryStore
     http: httpx.AsyncClient
     draining: asyncio.Event = field(default_factory=asyncio.Event)
+    budgets: TurnBudgets | None = None
 
     async def ready(self) -> None:
         await self.persistence.ping()
@@ -66,6 +70,8 @@ class App:
         await self.persistence.drain()
         await self.http.aclose()
         await self.store.close()
+        if self.budgets is not None:
+            await self.budgets.storage.counters.close()
         await self.persistence.close()
 
 
@@ -175,6 +181,35 @@ async def open_persistence(settings: Settings) -> Persistence:
     return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters)
 
 
+def budget_policy(settings: Settings, tenant: TenantSettings | None = None) -> BudgetPolicy:
+    """The tenant's budgets and rate: its own values, else the service-wide ones."""
+    t = tenant or TenantSettings()
+    return BudgetPolicy(
+        rate=parse_rate(_first(t.rate_limit, settings.rate_limit)),
+        tenant_tokens=_first(t.tenant_token_budget, settings.tenant_token_budget),
+        thread_tokens=_first(t.thread_token_budget, settings.thread_token_budget),
+        tenant_cost_usd=_first(t.tenant_cost_budget_usd, settings.tenant_cost_budget_usd),
+        thread_cost_usd=_first(t.thread_cost_budget_usd, settings.thread_cost_budget_usd),
+        window_s=_first(t.budget_window_s, settings.budget_window_s))
+
+
+async def open_budgets(settings: Settings, persistence: Persistence) -> TurnBudgets | None:
+    """Budgets counted in the service's database; None when no tenant has any limit."""
+    default = budget_policy(settings)
+    overrides = {name: budget_policy(settings, t) for name, t in settings.tenants.items()}
+    if not default.enabled and not any(p.enabled for p in overrides.values()):
+        return None
+    counters: Counters
+    if persistence.pool is not None:
+        pg = PostgresCounters(persistence.pool)
+        with persistence.errors():
+            await pg.migrate()
+        counters = pg
+    else:
+        counters = await SqliteCounters.open(settings.data_dir / "limits.sqlite3")
+    return TurnBudgets(DatabaseStorage(counters), default, overrides)
+
+
 async def open_memory(settings: Settings, keys: KeyFunction | None) -> MemoryStore:
     return await open_store(
         settings.database_dsn(), sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys,
@@ -239,7 +274,14 @@ async def build_app(
         long_gap=timedelta(hours=settings.long_gap_hours),
     )
     graph = build_graph(deps, persistence.checkpointer)
-    engine = ConversationEngine(
+    try:
+        budgets = await open_budgets(settings, persistence)
+    except BaseException:
+        await http.aclose()
+        await store.close()
+        await persistence.close()
+        raise
+    engine = GuardedEngine(
         graph, persistence, store, tenants, clock or culture.SystemClock(),
         EngineConfig(
             limits=Limits(max_text_chars=settings.max_text_chars,
@@ -249,8 +291,8 @@ async def build_app(
             default_timezone=settings.default_timezone,
             replay_window_s=settings.request_replay_window_s,
         ),
-        tools=tools,
+        tools=tools, budgets=budgets,
     )
-    return App(settings, engine, persistence, store, http)
+    return App(settings, engine, persistence, store, http, budgets=budgets)
 
 

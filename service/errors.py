@@ -63,6 +63,24 @@ def retry_after(exc: errors.DiwaniyaError) -> float | None:
     return float(value) if value is not None else None
 
 
+def quota_failure(exc: errors.DiwaniyaError) -> any_pb2.Any | None:
+    """``google.rpc.QuotaFailure`` (packed) for a ResourceExhausted that names its limit.
+
+    >>> v = errors.QuotaViolation("tenant:acme", "turns_per_1_minute", 5, 5, "5 turns/minute")
+    >>> quota_failure(errors.ResourceExhausted("تجاوزت الحد", quota=v)).TypeName()
+    'google.rpc.QuotaFailure'
+    """
+    quota = getattr(exc, "quota", None)
+    if not isinstance(quota, errors.QuotaViolation):
+        return None
+    violation = error_details_pb2.QuotaFailure.Violation(
+        subject=quota.subject, description=quota.description, quota_id=quota.quota_id,
+        quota_metric=f"diwaniya/{quota.quota_id}", quota_value=int(quota.limit))
+    packed = any_pb2.Any()
+    packed.Pack(error_details_pb2.QuotaFailure(violations=[violation]))
+    return packed
+
+
 def rich_status(exc: errors.DiwaniyaError) -> grpc.Status:
     """The status for ``exc``, with RetryInfo when it says when to retry.
 
@@ -79,6 +97,9 @@ def rich_status(exc: errors.DiwaniyaError) -> grpc.Status:
         packed = any_pb2.Any()
         packed.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
         details.append(packed)
+    quota = quota_failure(exc)
+    if quota is not None:
+        details.append(quota)
     status = status_pb2.Status(code=code.value[0], message=exc.message, details=details)
     return rpc_status.to_status(status)
 
