@@ -26,7 +26,9 @@ from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
 from majlis.limit_storage import Counters, DatabaseStorage, PostgresCounters, SqliteCounters
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
+from majlis.models.injection import CanaryGuard
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
+from majlis.prompt import CANARY
 from majlis.requests import Limits
 from majlis.tenants import Tenant, Tenants
 from majlis.toolkit import TurnTools
@@ -120,7 +122,7 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
         religious_greetings=_first(t.religious_greetings, settings.religious_greetings))
     config = model_config(settings, t, secrets)
     if model is None:
-        model = (OpenAICompatibleModel(config) if config
+        model = (CanaryGuard(OpenAICompatibleModel(config), CANARY) if config
                  else OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
                                        dialect_cue=nlp.has_dialect_words))
     if webhooks is None:
@@ -292,6 +294,9 @@ async def build_app(
             replay_window_s=settings.request_replay_window_s,
         ),
         tools=tools, budgets=budgets,
+        injection_policy={"": settings.injection_policy, **{
+            name: t.injection_policy for name, t in settings.tenants.items()
+            if t.injection_policy is not None}},
     )
     return App(settings, engine, persistence, store, http, budgets=budgets)
 

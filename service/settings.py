@@ -52,6 +52,7 @@ class TenantSettings(BaseModel):
     tenant_cost_budget_usd: float | None = Field(default=None, ge=0)
     thread_cost_budget_usd: float | None = Field(default=None, ge=0)
     budget_window_s: int | None = Field(default=None, ge=1)
+    injection_policy: Literal["flag", "block"] | None = None
 
 
 class Settings(BaseSettings):
@@ -177,6 +178,11 @@ class Settings(BaseSettings):
     tenant_cost_budget_usd: float | None = Field(default=None, ge=0)
     thread_cost_budget_usd: float | None = Field(default=None, ge=0)
     budget_window_s: int = Field(default=86400, ge=1)
+
+    # --- prompt injection in the customer's message (Arabic, English, Arabizi;
+    # majlis.models.injection): "flag" marks the turn (TurnCompleted.safety_flags)
+    # and answers as usual; "block" answers a polite refusal without calling the model.
+    injection_policy: Literal["flag", "block"] = "flag"
 
     # --- observability: "console" prints one line per finished span (turns) ---
     traces: Literal["off", "console"] = "off"
