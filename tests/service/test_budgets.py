@@ -198,3 +198,87 @@ async def test_token_budget_spent_on_one_process_is_enforced_by_the_other(
     assert violation.quota_id == "tenant_tokens_per_1_hour" and violation.quota_value == 15
     assert "15 tokens used" in violation.description
     assert 0 < retry.retry_delay.seconds <= 3600
+
+
+# ------------------------------------------------------------- the storage itself
+
+async def test_postgres_counters_are_exact_under_concurrent_increments_from_two_pools(
+    pg_dsn: str,
+) -> None:
+    """Two pools stand for two replicas: 2 × 100 concurrent upserts, no lost update."""
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from majlis.limit_storage import PostgresCounters
+
+    pools = [AsyncConnectionPool(pg_dsn, min_size=1, max_size=8, open=False) for _ in range(2)]
+    for pool in pools:
+        await pool.open(wait=True)
+    try:
+        counters = [PostgresCounters(pool) for pool in pools]
+        await counters[0].migrate()
+        key = f"test/{uuid.uuid4().hex}"
+        results = await asyncio.gather(*(counters[i % 2].incr(key, 3600, 1) for i in range(200)))
+        values = sorted(value for value, _ in results)
+        assert values == list(range(1, 201))  # each increment saw a distinct total
+        assert len({expires for _, expires in results}) == 1  # one window
+        assert (await counters[1].get(key))[0] == 200
+        # A window that has passed restarts at the increment (same statement).
+        short = f"test/{uuid.uuid4().hex}"
+        await counters[0].incr(short, 0, 5)
+        assert (await counters[0].incr(short, 3600, 2))[0] == 2
+    finally:
+        for pool in pools:
+            await pool.close()
+
+
+async def test_sqlite_counters_window_and_clear(tmp_path: Path) -> None:
+    from majlis.limit_storage import SqliteCounters
+
+    counters = await SqliteCounters.open(tmp_path / "limits.sqlite3")
+    try:
+        assert (await counters.incr("a", 3600, 3))[0] == 3
+        assert (await counters.incr("a", 3600, 4))[0] == 7
+        await counters.incr("gone", 0, 9)
+        assert (await counters.get("gone"))[0] == 0
+        assert await counters.prune() == 1
+        assert await counters.clear("a") == 1 and (await counters.get("a"))[0] == 0
+    finally:
+        await counters.close()
+
+
+def test_a_malformed_rate_limit_is_a_configuration_error() -> None:
+    from diwaniya.errors import ConfigurationError
+    from majlis.budgets import parse_rate
+
+    with pytest.raises(ConfigurationError, match="2/second"):
+        parse_rate("twice a minute")
+    assert [str(item) for item in parse_rate("2/second;30/minute")] == [
+        "2 per 1 second", "30 per 1 minute"]
+
+
+async def test_converse_reports_a_refused_turn_and_the_stream_stays_open(
+    run_service: Callable[..., Any], openai_server: ScriptedOpenAIServer,
+) -> None:
+    from diwaniya.v1 import conversations_pb2 as pb
+
+    key, tenant = _tenant_keys()
+    openai_server.push(ScriptedReply.text(REPLY))
+    async with run_service(model_base_url=openai_server.base_url, api_keys={key: tenant},
+                           rate_limit="1/hour") as svc:
+        client = DiwaniyaClient(svc.target, api_key=key)
+        user = f"conv-{uuid.uuid4().hex[:8]}"
+        try:
+            async def messages() -> Any:
+                for _ in range(2):
+                    yield pb.ClientMessage(message=pb.SendMessageRequest(text="مرحبا",
+                                                                         user_id=user))
+            events = await collect(client.converse(messages()))
+        finally:
+            await client.close()
+    errors = [e.error for e in events if e.HasField("error")]
+    assert kinds(events).count("turn_completed") == 1
+    assert [e.code for e in errors] == ["resource_exhausted"] and errors[0].retryable
+    assert "turns per 1 hour" in errors[0].message and "retry in" in errors[0].message
+    assert len(openai_server.requests) == 1
