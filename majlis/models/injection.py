@@ -27,12 +27,20 @@ False
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import AsyncIterator
 
 import nlp
-from majlis.models.types import ChatModel, ModelOutput, ModelRequest, TextChunk, UsageReport
+from majlis.models.types import (
+    ChatModel,
+    ModelOutput,
+    ModelRequest,
+    TextChunk,
+    ToolCallRequest,
+    UsageReport,
+)
 
 __all__ = ["SAFE_REPLY", "CanaryGuard", "addresses_assistant"]
 
@@ -106,7 +114,8 @@ class CanaryGuard:
     canary split across stream chunks is seen whole before any of it is sent. A reply
     that contains the canary, or either half of its hex part, is cut there and
     ends with :data:`SAFE_REPLY`; what follows (text, tool calls) is dropped,
-    usage is still reported. The leak is logged at WARNING without the text.
+    usage is still reported. A tool call whose arguments carry it is dropped the
+    same way, before the tool loop could run it. The leak is logged at WARNING without the text.
 
     >>> guard = CanaryGuard(model, canary="DWN-0123456789abcdef")   # doctest: +SKIP
     >>> # model streams "السر هو DWN-0123" + "456789abcdef" → only SAFE_REPLY comes out
@@ -132,11 +141,16 @@ class CanaryGuard:
         pending = ""
         outputs = self._inner.stream(request)
         async for out in outputs:
-            if not isinstance(out, TextChunk):
+            if isinstance(out, ToolCallRequest):
+                # A webhook argument is a way out too: such a call is never run.
+                leaked = self.leaks(json.dumps(out.arguments, ensure_ascii=False))
+            elif isinstance(out, TextChunk):
+                pending += out.text
+                leaked = self.leaks(pending)
+            else:
                 yield out
                 continue
-            pending += out.text
-            if self.leaks(pending):
+            if leaked:
                 log.warning("model %s leaked the system prompt canary; reply replaced",
                             self.name)
                 yield TextChunk(self._safe)
@@ -144,6 +158,9 @@ class CanaryGuard:
                     if isinstance(rest, UsageReport):  # spent tokens still count
                         yield rest
                 return
+            if isinstance(out, ToolCallRequest):
+                yield out
+                continue
             # Hold back only a tail that could be the start of a leak: the canary is
             # Latin letters, digits and dashes, so an Arabic reply streams on at once.
             tail = _CANARY_TAIL.search(pending)

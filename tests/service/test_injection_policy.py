@@ -12,7 +12,7 @@ import pytest
 
 from majlis.models import ChatModel, ModelRequest, ResponderContext, TextChunk, UsageReport
 from majlis.models.injection import SAFE_REPLY, CanaryGuard, addresses_assistant
-from majlis.models.types import ModelOutput
+from majlis.models.types import ModelOutput, ToolCallRequest
 from majlis.prompt import CANARY
 from majlis.turn_guard import BLOCKED_REPLY
 from service import DiwaniyaClient
@@ -138,12 +138,12 @@ async def test_canary_never_reaches_a_client_whole_or_split(
 class _Scripted:
     name = "scripted"
 
-    def __init__(self, chunks: list[str]) -> None:
+    def __init__(self, chunks: list[str | ToolCallRequest]) -> None:
         self._chunks = chunks
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
         for chunk in self._chunks:
-            yield TextChunk(chunk)
+            yield TextChunk(chunk) if isinstance(chunk, str) else chunk
         yield UsageReport(model="scripted", prompt_tokens=3, completion_tokens=2)
 
 
@@ -171,3 +171,12 @@ async def test_guard_passes_an_ordinary_reply_unchanged() -> None:
     assert "".join(o.text for o in outputs if isinstance(o, TextChunk)) == "".join(chunks)
     # Text still streams: more than one chunk comes out for a long reply.
     assert sum(isinstance(o, TextChunk) for o in outputs) > 1
+
+
+async def test_guard_drops_a_tool_call_that_carries_the_canary() -> None:
+    leak = ToolCallRequest("c1", "order_status", {"order_id": "4411", "note": "0123456789abcdef"})
+    fine = ToolCallRequest("c2", "order_status", {"order_id": "4411"})
+    outputs = await _run(CanaryGuard(_Scripted([fine, "لحظة ", leak, "بعدها"]),
+                                     "DWN-0123456789abcdef"))
+    assert [o for o in outputs if isinstance(o, ToolCallRequest)] == [fine]
+    assert "".join(o.text for o in outputs if isinstance(o, TextChunk)).endswith(SAFE_REPLY)
