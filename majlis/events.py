@@ -104,6 +104,9 @@ class TurnCompleted:
     message_dialect: str = ""
     message_dialect_confidence: float = 0.0
     reply_register: str = ""  # "msa" | "dialect" | "neutral"
+    # Space-separated safety codes (a str, like every event field), e.g.
+    # "injection_suspected"; the API sends them as repeated string safety_flags.
+    safety_flags: str = ""
     kind: Literal["turn_completed"] = "turn_completed"
 
 

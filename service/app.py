@@ -23,15 +23,20 @@ from pydantic import ValidationError
 import nlp
 from diwaniya.errors import ConfigurationError
 from majlis import culture
+from majlis.budgets import BudgetPolicy, TurnBudgets, parse_rate
 from majlis.config import settings_values
 from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
+from majlis.limit_storage import Counters, DatabaseStorage, PostgresCounters, SqliteCounters
 from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
+from majlis.models.injection import CanaryGuard
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
 from majlis.pg_budget import PoolBudget, application_name, split_budget
+from majlis.prompt import CANARY
 from majlis.tenants import Tenant, Tenants
 from majlis.tools import WebhookTool, WebhookToolConfig
 from majlis.tools.per_turn import TurnTools
+from majlis.turn_guard import GuardedEngine
 from memory import MemoryStore, RuleFactExtractor, open_store
 from memory.kb import UploadLimits
 from nlp import KeyFunction
@@ -56,6 +61,7 @@ class App:
     telemetry: Telemetry | None = None
     # Everything build_app opened, closed in reverse order by close().
     resources: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    budgets: TurnBudgets | None = None
 
     async def ready(self) -> None:
         await self.persistence.ping()
@@ -115,7 +121,7 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
         culture.ToneProfile, s, skip={"national_days", "hijri_offsets"}))
     config = model_config(settings, tenant, secrets)
     if model is None:
-        model = (OpenAICompatibleModel(config) if config
+        model = (CanaryGuard(OpenAICompatibleModel(config), CANARY) if config
                  else OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
                                        dialect_cue=nlp.has_dialect_words))
     if webhooks is None:
@@ -213,6 +219,32 @@ async def open_persistence(settings: Settings) -> Persistence:
     return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters)
 
 
+def budget_policy(settings: Settings, tenant: TenantSettings | None = None) -> BudgetPolicy:
+    """The tenant's budgets and rate: its own values, else the service-wide ones."""
+    s = settings.for_tenant(tenant)
+    return BudgetPolicy(
+        rate=parse_rate(s.rate_limit), tenant_tokens=s.tenant_token_budget,
+        thread_tokens=s.thread_token_budget, tenant_cost_usd=s.tenant_cost_budget_usd,
+        thread_cost_usd=s.thread_cost_budget_usd, window_s=s.budget_window_s)
+
+
+async def open_budgets(settings: Settings, persistence: Persistence) -> TurnBudgets | None:
+    """Budgets counted in the service's database; None when no tenant has any limit."""
+    default = budget_policy(settings)
+    overrides = {name: budget_policy(settings, t) for name, t in settings.tenants.items()}
+    if not default.enabled and not any(p.enabled for p in overrides.values()):
+        return None
+    counters: Counters
+    if persistence.pool is not None:
+        pg = PostgresCounters(persistence.pool)
+        with persistence.errors():
+            await pg.migrate()
+        counters = pg
+    else:
+        counters = await SqliteCounters.open(settings.data_dir / "limits.sqlite3")
+    return TurnBudgets(DatabaseStorage(counters), default, overrides)
+
+
 async def open_memory(settings: Settings, keys: KeyFunction) -> MemoryStore:
     return await open_store(
         settings.database_dsn(), sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys,
@@ -246,6 +278,9 @@ async def build_app(
         store = await open_memory(settings, keys)
         stack.push_async_callback(store.close)
         http = await stack.enter_async_context(httpx.AsyncClient())
+        budgets = await open_budgets(settings, persistence)
+        if budgets is not None:
+            stack.push_async_callback(budgets.storage.counters.close)
         # Last in, first out: turns the server cancelled on shutdown still hold
         # thread locks; they give them back before any connection closes.
         stack.push_async_callback(persistence.drain)
@@ -269,12 +304,16 @@ async def build_app(
             long_gap=timedelta(hours=settings.long_gap_hours),
         )
         graph = build_graph(deps, persistence.checkpointer)
-        engine = ConversationEngine(graph, persistence, store, tenants,
-                                    clock or culture.SystemClock(),
-                                    EngineConfig.from_settings(settings))
+        engine = GuardedEngine(
+            graph, persistence, store, tenants, clock or culture.SystemClock(),
+            EngineConfig.from_settings(settings), budgets=budgets,
+            injection_policy={"": settings.injection_policy, **{
+                name: t.injection_policy for name, t in settings.tenants.items()
+                if t.injection_policy is not None}},
+        )
         # Built: from here on the App owns the resources (App.close).
         return App(settings, engine, persistence, store, http, telemetry=telemetry,
-                   resources=stack.pop_all())
+                   resources=stack.pop_all(), budgets=budgets)
     raise AssertionError("unreachable")  # mypy: async with may swallow exceptions
 
 

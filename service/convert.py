@@ -87,7 +87,7 @@ def turn_event(envelope: ev.Envelope) -> pb.TurnEvent:
                 checkpoint_id=e.checkpoint_id, replayed=e.replayed,
                 message_dialect=e.message_dialect,
                 message_dialect_confidence=e.message_dialect_confidence,
-                reply_register=e.reply_register))
+                reply_register=e.reply_register, safety_flags=e.safety_flags.split()))
         case ev.Queued():
             out.queued.CopyFrom(pb.Queued(reason=e.reason, position=e.position))
         case ev.TurnError():

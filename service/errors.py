@@ -75,6 +75,8 @@ class Problem:
     field: str | None = None
     retry_after_s: float | None = None
     ref: str = ""
+    # The budget or rate that was exceeded (RESOURCE_EXHAUSTED): sent as QuotaFailure.
+    quota: errors.QuotaViolation | None = None
 
     @property
     def retryable(self) -> bool:
@@ -117,7 +119,9 @@ def problem(exc: BaseException) -> Problem:
         after = retry_after(exc)
         if after is None and code in _RETRY_INFO:
             after = DEFAULT_RETRY_S
-        return Problem(code, exc.reason, exc.message, getattr(exc, "field", None), after)
+        quota = getattr(exc, "quota", None)
+        return Problem(code, exc.reason, exc.message, getattr(exc, "field", None), after,
+                       quota=quota if isinstance(quota, errors.QuotaViolation) else None)
     ref = uuid.uuid4().hex[:12]
     # The traceback goes to the log only; the caller gets the reference to quote.
     log.error("internal error (ref %s): %s", ref, type(exc).__name__, exc_info=exc)
@@ -131,6 +135,19 @@ def _pack(message: Any) -> any_pb2.Any:
     packed = any_pb2.Any()
     packed.Pack(message)
     return packed
+
+
+def quota_failure(quota: errors.QuotaViolation) -> any_pb2.Any:
+    """``google.rpc.QuotaFailure`` (packed) for the limit a request went over.
+
+    >>> v = errors.QuotaViolation("tenant:acme", "turns_per_1_minute", 5, 5, "5 turns/minute")
+    >>> quota_failure(v).TypeName()
+    'google.rpc.QuotaFailure'
+    """
+    violation = error_details_pb2.QuotaFailure.Violation(
+        subject=quota.subject, description=quota.description, quota_id=quota.quota_id,
+        quota_metric=f"diwaniya/{quota.quota_id}", quota_value=int(quota.limit))
+    return _pack(error_details_pb2.QuotaFailure(violations=[violation]))
 
 
 def rpc_status_of(p: Problem) -> status_pb2.Status:
@@ -148,6 +165,8 @@ def rpc_status_of(p: Problem) -> status_pb2.Status:
         delay = duration_pb2.Duration()
         delay.FromMilliseconds(int(p.retry_after_s * 1000))
         details.append(_pack(error_details_pb2.RetryInfo(retry_delay=delay)))
+    if p.quota is not None:
+        details.append(quota_failure(p.quota))
     return status_pb2.Status(code=p.code.value[0], message=p.message, details=details)
 
 

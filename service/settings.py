@@ -77,6 +77,14 @@ class TenantSettings(BaseModel):
     # The name of an environment variable holding the webhook's secret.
     handoff_webhook_secret_env: str | None = None
     pii_to_model: Literal["masked", "raw"] | None = None
+    # Budgets and rate limits (see Settings); unset: the service-wide value.
+    rate_limit: str | None = None
+    tenant_token_budget: int | None = Field(default=None, ge=0)
+    thread_token_budget: int | None = Field(default=None, ge=0)
+    tenant_cost_budget_usd: float | None = Field(default=None, ge=0)
+    thread_cost_budget_usd: float | None = Field(default=None, ge=0)
+    budget_window_s: int | None = Field(default=None, ge=1)
+    injection_policy: Literal["flag", "block"] | None = None
 
 
 class Settings(BaseSettings):
@@ -231,6 +239,22 @@ class Settings(BaseSettings):
     # phones, e-mail; see nlp.pii). "raw" lets the turn's own message reach the
     # model as typed; "masked" (default) sends the masked text.
     pii_to_model: Literal["masked", "raw"] = "masked"
+
+    # --- budgets and rate limits, per tenant (overridable in ``tenants``); unset: none.
+    # Counted in the database, so they hold across replicas. rate_limit is the
+    # ``limits`` notation for the tenant's turns: "2/second;60/minute".
+    rate_limit: str | None = None
+    # Tokens (prompt + completion) and USD per budget window, per tenant and per thread.
+    tenant_token_budget: int | None = Field(default=None, ge=0)
+    thread_token_budget: int | None = Field(default=None, ge=0)
+    tenant_cost_budget_usd: float | None = Field(default=None, ge=0)
+    thread_cost_budget_usd: float | None = Field(default=None, ge=0)
+    budget_window_s: int = Field(default=86400, ge=1)
+
+    # --- prompt injection in the customer's message (Arabic, English, Arabizi;
+    # majlis.models.injection): "flag" marks the turn (TurnCompleted.safety_flags)
+    # and answers as usual; "block" answers a polite refusal without calling the model.
+    injection_policy: Literal["flag", "block"] = "flag"
 
     # --- observability: "console" prints one line per finished span (turns) ---
     traces: Literal["off", "console"] = "off"

@@ -87,18 +87,36 @@ class PermissionDenied(DiwaniyaError):
     default_reason = "PERMISSION_DENIED"
 
 
-class ResourceExhausted(DiwaniyaError):
-    """A limit was hit: queue full, rate limit, too many streams (→ RESOURCE_EXHAUSTED).
+@dataclass(frozen=True, slots=True)
+class QuotaViolation:
+    """Which limit a request went over (sent as ``google.rpc.QuotaFailure``).
 
-    ``retry_after_s``: when trying again is likely to work (sent as RetryInfo).
+    ``subject``: whose counter, e.g. ``tenant:acme`` or ``thread:9f2c…``;
+    ``quota_id``: which limit, e.g. ``turns_per_1_minute``, ``thread_tokens_per_1_day``;
+    ``limit``: its value; ``used``: the counter when the request was refused.
+    """
+
+    subject: str
+    quota_id: str
+    limit: float
+    used: float
+    description: str
+
+
+class ResourceExhausted(DiwaniyaError):
+    """A limit was hit: queue full, rate limit, budget, too many streams (→ RESOURCE_EXHAUSTED).
+
+    ``retry_after_s``: when trying again is likely to work (sent as RetryInfo);
+    ``quota``: the budget or rate that was exceeded, if any (sent as QuotaFailure).
     """
 
     default_reason = "RESOURCE_EXHAUSTED"
 
     def __init__(self, message: str, *, retry_after_s: float | None = None,
-                 reason: str | None = None) -> None:
+                 quota: QuotaViolation | None = None, reason: str | None = None) -> None:
         super().__init__(message, reason=reason)
         self.retry_after_s = retry_after_s
+        self.quota = quota
 
 
 class DeadlineExceeded(DiwaniyaError):

@@ -27,11 +27,24 @@ False
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+from collections.abc import AsyncIterator
 
 import nlp
+from majlis.models.types import (
+    ChatModel,
+    ModelOutput,
+    ModelRequest,
+    TextChunk,
+    ToolCallRequest,
+    UsageReport,
+)
 
-__all__ = ["addresses_assistant"]
+__all__ = ["SAFE_REPLY", "CanaryGuard", "addresses_assistant"]
+
+log = logging.getLogger("diwaniya.safety")
 
 # Folded forms (see nlp.fold): ة→ه, ى→ي, أ/إ/آ→ا.
 _ARABIC = (
@@ -80,3 +93,84 @@ _RULES = re.compile("|".join([*(f"(?<!\\w)(?:{r})" for r in _ARABIC),
 def addresses_assistant(sentence: str) -> bool:
     """True when ``sentence`` speaks to the assistant or the system (an injected instruction)."""
     return bool(_RULES.search(" ".join(nlp.fold(sentence).split())))
+
+
+# --------------------------------------------------------------- the canary guard
+
+# What the customer reads instead of a reply that leaked the system prompt.
+SAFE_REPLY = "عذرًا، لا أستطيع المساعدة في هذا الطلب. هل أقدر أساعدك في شيء آخر؟"
+# Removed before looking for the canary, so «D W N - 1a2b…», "1a2b_3c4d" or a
+# zero-width joiner (U+200B–U+200D, U+2060, U+FEFF) between its characters still match.
+_SEPARATORS = re.compile(r"[\s\-_.·\u200b-\u200d\u2060\ufeff]+")
+# The longest end of the text made only of what a (disguised) canary is made of.
+_CANARY_TAIL = re.compile(r"[0-9A-Za-z\s\-_.·\u200b-\u200d\u2060\ufeff]*\Z")
+
+
+class CanaryGuard:
+    """A :class:`~majlis.models.types.ChatModel` that never lets the prompt canary out.
+
+    Text is passed on at once except for a tail that could begin a leak (up to
+    ``2 × len(canary) + 8`` trailing Latin letters, digits and separators), so a
+    canary split across stream chunks is seen whole before any of it is sent. A reply
+    that contains the canary, or either half of its hex part, is cut there and
+    ends with :data:`SAFE_REPLY`; what follows (text, tool calls) is dropped,
+    usage is still reported. A tool call whose arguments carry it is dropped the
+    same way, before the tool loop could run it. The leak is logged at WARNING without the text.
+
+    >>> guard = CanaryGuard(model, canary="DWN-0123456789abcdef")   # doctest: +SKIP
+    >>> # model streams "السر هو DWN-0123" + "456789abcdef" → only SAFE_REPLY comes out
+    """
+
+    def __init__(self, inner: ChatModel, canary: str, *, safe_reply: str = SAFE_REPLY) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self._safe = safe_reply
+        mark = _SEPARATORS.sub("", canary).lower()
+        # The distinctive part: after the last dash ("DWN-<hex>" → "<hex>").
+        secret = _SEPARATORS.sub("", canary.rsplit("-", 1)[-1]).lower()
+        half = max(4, len(secret) // 2)
+        self._needles = tuple({mark, secret, secret[:half], secret[half:]} - {""})
+        # A canary spelled with a separator between every character is twice its length.
+        self._hold = 2 * len(canary) + 8
+
+    def leaks(self, text: str) -> bool:
+        folded = _SEPARATORS.sub("", text).lower()
+        return any(needle in folded for needle in self._needles)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
+        pending = ""
+        outputs = self._inner.stream(request)
+        async for out in outputs:
+            if isinstance(out, ToolCallRequest):
+                # A webhook argument is a way out too: such a call is never run.
+                leaked = self.leaks(json.dumps(out.arguments, ensure_ascii=False))
+            elif isinstance(out, TextChunk):
+                pending += out.text
+                leaked = self.leaks(pending)
+            else:
+                yield out
+                continue
+            if leaked:
+                log.warning("model %s leaked the system prompt canary; reply replaced",
+                            self.name)
+                yield TextChunk(self._safe)
+                async for rest in outputs:
+                    if isinstance(rest, UsageReport):  # spent tokens still count
+                        yield rest
+                return
+            if isinstance(out, ToolCallRequest):
+                yield out
+                continue
+            # Hold back only a tail that could be the start of a leak: the canary is
+            # Latin letters, digits and dashes, so an Arabic reply streams on at once.
+            tail = _CANARY_TAIL.search(pending)
+            keep = min(len(pending) - tail.start(), self._hold) if tail else 0
+            cut = len(pending) - keep
+            # Cut after a space: the tool loop joins chunks that meet mid-word with a
+            # space (majlis.tools.loop._Turn.say), so a chunk must not end inside a word.
+            cut = max((i + 1 for i in range(cut) if pending[i].isspace()), default=0)
+            if cut > 0:
+                yield TextChunk(pending[:cut])
+                pending = pending[cut:]
+        if pending:
+            yield TextChunk(pending)

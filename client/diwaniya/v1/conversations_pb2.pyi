@@ -444,6 +444,7 @@ class TurnCompleted(_message.Message):
     MESSAGE_DIALECT_FIELD_NUMBER: _builtins.int
     MESSAGE_DIALECT_CONFIDENCE_FIELD_NUMBER: _builtins.int
     REPLY_REGISTER_FIELD_NUMBER: _builtins.int
+    SAFETY_FLAGS_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     """the full reply"""
     phase: _builtins.str
@@ -469,6 +470,14 @@ class TurnCompleted(_message.Message):
     policy), "dialect" (mirrors `dialect`: asked for, or the thread's
     confidence passed the mirroring threshold) or "neutral" (plain Arabic).
     """
+    @_builtins.property
+    def safety_flags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What the safety checks noticed in this turn, e.g. "injection_suspected"
+        (the message tries to instruct the assistant; tenant injection_policy:
+        flag → answered as usual, block → a polite refusal without a model call,
+        not added to the thread).
+        """
+
     def __init__(
         self,
         *,
@@ -482,10 +491,11 @@ class TurnCompleted(_message.Message):
         message_dialect: _builtins.str = ...,
         message_dialect_confidence: _builtins.float = ...,
         reply_register: _builtins.str = ...,
+        safety_flags: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "dialect", b"dialect", "dialect_confidence", b"dialect_confidence", "message_dialect", b"message_dialect", "message_dialect_confidence", b"message_dialect_confidence", "phase", b"phase", "replayed", b"replayed", "reply_register", b"reply_register", "script", b"script", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "dialect", b"dialect", "dialect_confidence", b"dialect_confidence", "message_dialect", b"message_dialect", "message_dialect_confidence", b"message_dialect_confidence", "phase", b"phase", "replayed", b"replayed", "reply_register", b"reply_register", "safety_flags", b"safety_flags", "script", b"script", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

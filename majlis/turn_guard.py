@@ -1,0 +1,105 @@
+"""The one hook where budgets, rate limits and the injection policy meet the engine.
+
+:class:`GuardedEngine` is the :class:`~majlis.engine.ConversationEngine` with
+an admission check in front of every turn and approval (before the graph runs,
+so before any model call) and the usage of each model call added to the
+budgets as its ``usage`` event passes. A message that tries to instruct the
+assistant («تجاهل التعليمات السابقة…», "ignore previous instructions",
+"tjahal el ta3limat") is flagged in ``TurnCompleted.safety_flags``; under the
+tenant policy ``block`` it is answered with :data:`BLOCKED_REPLY` without
+running the graph: no model call, and nothing is added to the thread.
+Everything else is the engine's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from majlis.approvals import ApprovalRequest
+from majlis.budgets import TurnBudgets
+from majlis.engine import ConversationEngine
+from majlis.events import Envelope, Event, TextDelta, TurnCompleted, TurnStarted, Usage
+from majlis.models.injection import addresses_assistant
+from majlis.requests import TurnRequest, validate
+
+log = logging.getLogger("diwaniya.budgets")
+
+
+INJECTION = "injection_suspected"
+BLOCKED_REPLY = ("عذرًا، لا أستطيع تنفيذ هذا الطلب لأنه يحاول تغيير تعليمات المساعد. "
+                 "يسعدني أن أساعدك في استفسارك بصيغة أخرى.")
+
+
+class GuardedEngine(ConversationEngine):
+    """``budgets``: None → no limits. ``injection_policy``: tenant → "flag" | "block"
+    (key "" is the default for tenants not listed)."""
+
+    def __init__(self, *args: Any, budgets: TurnBudgets | None = None,
+                 injection_policy: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._budgets = budgets
+        self._injection = dict(injection_policy or {})
+
+    async def run_turn(self, request: TurnRequest, **kwargs: Any
+                       ) -> AsyncGenerator[Envelope, None]:
+        await self._admit(request.tenant, request.thread_id)
+        flags = INJECTION if addresses_assistant(request.text) else ""
+        if flags and self._injection.get(request.tenant, self._injection.get("")) == "block":
+            async for envelope in self._blocked(request):
+                yield envelope
+            return
+        turn = super().run_turn(request, **kwargs)
+        async for envelope in self._metered(request.tenant, turn):
+            if flags and isinstance(envelope.event, TurnCompleted):
+                envelope = dataclasses.replace(
+                    envelope, event=dataclasses.replace(envelope.event, safety_flags=flags))
+            yield envelope
+
+    async def _blocked(self, request: TurnRequest) -> AsyncGenerator[Envelope, None]:
+        """The refusal turn: validated and owned like any turn, never saved."""
+        req = validate(request, self._config.limits)
+        if req.thread_id:
+            with self._db.errors():
+                await self._owned(req.tenant, req.user_id, req.thread_id)
+        log.warning("turn blocked by injection policy (tenant %r)", req.tenant)
+        turn_id = uuid.uuid4().hex
+        events: tuple[Event, ...] = (TurnStarted(user_text=req.text, request_id=req.request_id),
+                  TextDelta(text=BLOCKED_REPLY),
+                  TurnCompleted(text=BLOCKED_REPLY, phase="transaction", safety_flags=INJECTION))
+        for seq, event in enumerate(events, start=1):
+            yield Envelope(thread_id=req.thread_id, turn_id=turn_id, seq=seq, event=event)
+
+    async def run_approval(self, request: ApprovalRequest, **kwargs: Any
+                           ) -> AsyncGenerator[Envelope, None]:
+        await self._admit(request.tenant, request.thread_id)
+        async for envelope in self._metered(request.tenant,
+                                            super().run_approval(request, **kwargs)):
+            yield envelope
+
+    async def _admit(self, tenant: str, thread_id: str) -> None:
+        if self._budgets is None or not self._budgets.policy(tenant).enabled:
+            return
+        # A database outage here is UNAVAILABLE with a retry hint, as everywhere.
+        with self._db.errors():
+            await self._budgets.admit(tenant, thread_id)
+
+    async def _metered(self, tenant: str, events: AsyncGenerator[Envelope, None]
+                       ) -> AsyncGenerator[Envelope, None]:
+        async with contextlib.aclosing(events) as stream:
+            async for envelope in stream:
+                if isinstance(envelope.event, Usage) and self._budgets is not None:
+                    # Spent is spent: counted at once, even if the turn fails later.
+                    try:
+                        with self._db.errors():
+                            await self._budgets.record(tenant, envelope.thread_id,
+                                                       envelope.event)
+                    except Exception:
+                        # The turn itself is fine; the budget undercounts by this call.
+                        log.warning("could not record usage for tenant %r", tenant,
+                                    exc_info=True)
+                yield envelope
