@@ -20,7 +20,8 @@ PostgreSQL store's candidate pruning holds up as the table grows.
 
 ``--misspell SEED`` replaces each question by a misspelled copy (see
 ``misspell``: seeded, realistic Arabic typing errors), to measure typo
-tolerance; the corpus is untouched.
+tolerance; the corpus is untouched.  ``--no-typo`` switches the stores'
+typo stage (memory.typo) off, for the figures without it.
 
 Prints a table, writes ``bench/results/<out>.json``, and prints one JSON
 object as the last line.  PostgreSQL work happens in a database this script
@@ -215,6 +216,8 @@ async def main(argv: Sequence[str] | None = None) -> dict:
                         help="unrelated texts added to our stores after the corpus")
     parser.add_argument("--misspell", type=int, default=None, metavar="SEED",
                         help="replace questions by seeded misspelled copies (see misspell)")
+    parser.add_argument("--no-typo", action="store_true",
+                        help="switch the stores' typo stage off (memory.typo)")
     parser.add_argument("--out", default=None, help="results name (default retrieval_<corpus>)")
     args = parser.parse_args(argv)
 
@@ -232,7 +235,8 @@ async def main(argv: Sequence[str] | None = None) -> dict:
     results["fts5_unicode61"] = await run("fts5", fts5_anchor(corpus), queries)
     if args.store in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys, expand=bridge)
+            store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys, expand=bridge,
+                                      typo=not args.no_typo)
             await store.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(store, TENANT, [args.corpus])
@@ -251,7 +255,8 @@ async def main(argv: Sequence[str] | None = None) -> dict:
             "arabic", await pg_arabic_anchor(conn, corpus), queries)
         await conn.close()
         if args.store in ("postgres", "both"):
-            pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2, expand=bridge)
+            pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2, expand=bridge,
+                                                   typo=not args.no_typo)
             await pg.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(pg, TENANT, [args.corpus])
@@ -271,10 +276,12 @@ async def main(argv: Sequence[str] | None = None) -> dict:
         print(f"{system:<20}" + "".join(f"{row[c]:>14}" for c in cols))
     summary = {"corpus": args.corpus.name, "passages": len(corpus), "queries": len(queries),
                "distractors": args.distractors, "misspell_seed": args.misspell,
+               "typo_stage": not args.no_typo,
                "results": results, **timings}
     result_name = args.out or "retrieval_" + args.corpus.name.split(".")[0] + (
         f"_distractors{args.distractors}" if args.distractors else "") + (
-        f"_misspelled{args.misspell}" if args.misspell is not None else "")
+        f"_misspelled{args.misspell}" if args.misspell is not None else "") + (
+        "_notypo" if args.no_typo else "")
     out = ROOT / "bench" / "results" / f"{result_name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

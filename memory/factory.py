@@ -25,6 +25,7 @@ async def open_store(
     connect_timeout_s: float = 60.0,
     command_timeout_s: float | None = None,
     acquire_timeout_s: float | None = None,
+    typo: bool = True,
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
@@ -32,6 +33,7 @@ async def open_store(
     MSA bridge (``nlp.dialect_to_msa``); ``bridge=False`` searches the
     customer's words alone.  The caller reads configuration; this function
     only receives it (pool size and timeouts apply to PostgreSQL only).
+    ``typo=False`` switches the typo stage (memory.typo) off in either store.
     """
     key_fn = keys or default_keys()
     expander = expand or (default_expander() if bridge else None)
@@ -40,9 +42,9 @@ async def open_store(
         store = await PostgresMemoryStore.connect(
             _asyncpg_dsn(database_url), keys=key_fn, expand=expander, max_size=pool_max,
             connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,
-            acquire_timeout_s=acquire_timeout_s)
+            acquire_timeout_s=acquire_timeout_s, typo=typo)
     else:
-        store = SqliteMemoryStore(sqlite_path, keys=key_fn, expand=expander)
+        store = SqliteMemoryStore(sqlite_path, keys=key_fn, expand=expander, typo=typo)
     await store.setup()
     return store
 

@@ -180,7 +180,7 @@ async def open_memory(settings: Settings, keys: KeyFunction | None) -> MemorySto
         settings.database_dsn(), sqlite_path=settings.data_dir / "memory.sqlite3", keys=keys,
         pool_max=settings.pg_memory_pool_max, connect_timeout_s=settings.pg_connect_timeout_s,
         command_timeout_s=settings.pg_command_timeout_s,
-        acquire_timeout_s=settings.pg_checkout_timeout_s,
+        acquire_timeout_s=settings.pg_checkout_timeout_s, typo=settings.memory_typo_stage,
     )
 
 
