@@ -20,7 +20,11 @@ PostgreSQL store's candidate pruning holds up as the table grows.
 
 ``--misspell SEED`` replaces each question by a misspelled copy (see
 ``misspell``: seeded, realistic Arabic typing errors), to measure typo
-tolerance; the corpus is untouched.
+tolerance; the corpus is untouched.  ``--no-typo`` switches the stores'
+typo stage (memory.typo) off, for the figures without it.  ``--other-tenant N``
+puts N distractors in a second tenant of the same store: the questions'
+tenant is unchanged, so any recall change in SQLite is the shared ranking
+statistics (PostgreSQL keeps them per tenant).
 
 Prints a table, writes ``bench/results/<out>.json``, and prints one JSON
 object as the last line.  PostgreSQL work happens in a database this script
@@ -64,6 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 TENANT = "bench"
+OTHER_TENANT = "bench-other"  # --other-tenant
 WORD = re.compile(r"\w+")
 Ranker = Callable[[str], Awaitable[list[str]]]
 
@@ -138,14 +143,14 @@ async def run(name: str, ranker: Ranker, queries: Sequence[dict]) -> dict[str, f
     return {**score(rankings, queries), "ms_per_query": round(1000 * elapsed / len(queries), 2)}
 
 
-async def add_distractors(store: MemoryStore, count: int) -> None:
+async def add_distractors(store: MemoryStore, count: int, tenant: str = TENANT) -> None:
     texts: list[str] = []
     for path in sorted(DATA.glob("dialect_*.tsv")):
         lines = path.read_text(encoding="utf-8").splitlines()[1:]
         texts.extend(line.split("\t")[1] for line in lines if line.count("\t") >= 1)
     batch: list[NewRecord] = []
     for i in range(count):
-        batch.append(NewRecord(tenant=TENANT, kind=Kind.DOCUMENT, id=f"noise{i}",
+        batch.append(NewRecord(tenant=tenant, kind=Kind.DOCUMENT, id=f"noise{i}",
                                doc_id=f"noise{i}", text=texts[i % len(texts)]))
         if len(batch) == 2_000 or i == count - 1:
             await store.put(batch)
@@ -215,6 +220,11 @@ async def main(argv: Sequence[str] | None = None) -> dict:
                         help="unrelated texts added to our stores after the corpus")
     parser.add_argument("--misspell", type=int, default=None, metavar="SEED",
                         help="replace questions by seeded misspelled copies (see misspell)")
+    parser.add_argument("--other-tenant", type=int, default=0, metavar="N",
+                        help="N distractors in ANOTHER tenant of the same store: SQLite shares"
+                             " ranking statistics across tenants, PostgreSQL does not")
+    parser.add_argument("--no-typo", action="store_true",
+                        help="switch the stores' typo stage off (memory.typo)")
     parser.add_argument("--out", default=None, help="results name (default retrieval_<corpus>)")
     args = parser.parse_args(argv)
 
@@ -232,11 +242,13 @@ async def main(argv: Sequence[str] | None = None) -> dict:
     results["fts5_unicode61"] = await run("fts5", fts5_anchor(corpus), queries)
     if args.store in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys, expand=bridge)
+            store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys, expand=bridge,
+                                      typo=not args.no_typo)
             await store.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(store, TENANT, [args.corpus])
             await add_distractors(store, args.distractors)
+            await add_distractors(store, args.other_tenant, OTHER_TENANT)
             timings["sqlite_ingest_s"] = round(time.perf_counter() - t0, 2)
             results["memory_sqlite"] = await run("sqlite", store_ranker(store), queries)
             await store.close()
@@ -251,11 +263,13 @@ async def main(argv: Sequence[str] | None = None) -> dict:
             "arabic", await pg_arabic_anchor(conn, corpus), queries)
         await conn.close()
         if args.store in ("postgres", "both"):
-            pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2, expand=bridge)
+            pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2, expand=bridge,
+                                                   typo=not args.no_typo)
             await pg.setup()
             t0 = time.perf_counter()
             await kb.ingest_files(pg, TENANT, [args.corpus])
             await add_distractors(pg, args.distractors)
+            await add_distractors(pg, args.other_tenant, OTHER_TENANT)
             timings["postgres_ingest_s"] = round(time.perf_counter() - t0, 2)
             results["memory_postgres"] = await run("postgres", store_ranker(pg), queries)
             await pg.close()
@@ -270,11 +284,15 @@ async def main(argv: Sequence[str] | None = None) -> dict:
     for system, row in results.items():
         print(f"{system:<20}" + "".join(f"{row[c]:>14}" for c in cols))
     summary = {"corpus": args.corpus.name, "passages": len(corpus), "queries": len(queries),
-               "distractors": args.distractors, "misspell_seed": args.misspell,
+               "distractors": args.distractors,
+               "other_tenant_rows": args.other_tenant, "misspell_seed": args.misspell,
+               "typo_stage": not args.no_typo,
                "results": results, **timings}
     result_name = args.out or "retrieval_" + args.corpus.name.split(".")[0] + (
         f"_distractors{args.distractors}" if args.distractors else "") + (
-        f"_misspelled{args.misspell}" if args.misspell is not None else "")
+        f"_othertenant{args.other_tenant}" if args.other_tenant else "") + (
+        f"_misspelled{args.misspell}" if args.misspell is not None else "") + (
+        "_notypo" if args.no_typo else "")
     out = ROOT / "bench" / "results" / f"{result_name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -26,6 +26,7 @@ async def open_store(
     command_timeout_s: float | None = None,
     acquire_timeout_s: float | None = None,
     application_name: str | None = None,
+    typo: bool = True,
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
@@ -37,6 +38,7 @@ async def open_store(
     only receives it (pool size, timeouts and ``application_name`` apply to
     PostgreSQL only; ``pool_max`` is the memory share of the replica's
     connection budget, majlis.pg_budget).
+    ``typo=False`` switches the typo stage (memory.typo) off in either store.
     """
     expander = expand or (dialect_to_msa if bridge else None)
     store: MemoryStore
@@ -44,9 +46,9 @@ async def open_store(
         store = await PostgresMemoryStore.connect(
             _asyncpg_dsn(database_url), keys=keys, expand=expander, max_size=pool_max,
             connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,
-            acquire_timeout_s=acquire_timeout_s, application_name=application_name)
+            acquire_timeout_s=acquire_timeout_s, application_name=application_name, typo=typo)
     else:
-        store = SqliteMemoryStore(sqlite_path, keys=keys, expand=expander)
+        store = SqliteMemoryStore(sqlite_path, keys=keys, expand=expander, typo=typo)
     await store.setup()
     return store
 

@@ -26,9 +26,24 @@ from typing import Any
 
 import asyncpg
 
-from diwaniya.errors import ResourceExhausted, StoreUnavailable, Unavailable
+from diwaniya.errors import ConfigurationError, ResourceExhausted, StoreUnavailable, Unavailable
 from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
-from memory.ranking import K1, SHORT_TERMS, B
+from memory.pg_schema import (
+    ADD_POOL_COLUMNS,
+    ADD_TRGM_INDEX,
+    COLUMNS,
+    DROP_KEYS_COLUMN,
+    HAS_KEYS_COLUMN,
+    HAS_POOL_COLUMNS,
+    HAS_TRGM_INDEX,
+    SCHEMA,
+    SCHEMA_LOCK,
+    STATS_DELTA,
+    TERM_DELTA,
+    UPSERT,
+)
+from memory.pg_search_sql import SEARCH, SIMILAR_TERMS
+from memory.ranking import K1, B
 from memory.records import (
     DocumentInfo,
     Kind,
@@ -40,10 +55,17 @@ from memory.records import (
 from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import MAX_K, KeyFunction
 from memory.text_keys import record_terms
+from memory.typo import (
+    CANDIDATES_PER_TERM,
+    THRESHOLD,
+    TYPO_WEIGHT,
+    best_corrections,
+    unknown_terms,
+)
 
 __all__ = ["PostgresMemoryStore"]
 
-# Most candidate rows scored per search; see _SEARCH for how they are chosen.
+# Most candidate rows scored per search; see SEARCH for how they are chosen.
 CANDIDATE_BUDGET = 250
 # A query whose rarest known word is very common (in 15% of rows, say) would
 # make the GIN index read a posting list of 150,000 entries at 1M rows (57 ms
@@ -63,102 +85,6 @@ SCAN_CANDIDATES = 100
 SCAN_COST_RATIO = 4.0
 SCAN_MAX_ROWS = 50_000
 
-# Serialises schema creation across replicas starting at once.
-_SCHEMA_LOCK = 0x6469_7761_6D65_6D  # "diwamem"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS memory_records (
-    tenant     text NOT NULL,
-    id         text NOT NULL,
-    user_id    text,
-    kind       text NOT NULL,
-    text       text NOT NULL,
-    title      text NOT NULL DEFAULT '',
-    metadata   jsonb NOT NULL DEFAULT '{}',
-    thread_id  text,
-    turn_id    text,
-    doc_id     text,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    updated_at timestamptz NOT NULL DEFAULT now(),
-    doc_len    integer NOT NULL,
-    tsv        tsvector NOT NULL,
-    PRIMARY KEY (tenant, id)
-);
-CREATE INDEX IF NOT EXISTS memory_records_tsv ON memory_records USING gin (tsv);
-CREATE INDEX IF NOT EXISTS memory_records_user ON memory_records (tenant, user_id);
-CREATE INDEX IF NOT EXISTS memory_records_thread ON memory_records (tenant, thread_id);
-CREATE INDEX IF NOT EXISTS memory_records_doc ON memory_records (tenant, doc_id);
-CREATE TABLE IF NOT EXISTS memory_terms (
-    tenant text NOT NULL,
-    lexeme text NOT NULL,
-    df     bigint NOT NULL,
-    PRIMARY KEY (tenant, lexeme)
-);
-CREATE TABLE IF NOT EXISTS memory_stats (
-    tenant     text PRIMARY KEY,
-    n_docs     bigint NOT NULL,
-    total_len  bigint NOT NULL,
-    short_docs bigint NOT NULL DEFAULT 0,
-    short_len  bigint NOT NULL DEFAULT 0
-);
-"""
-
-# Databases created before the keys column was dropped: tsv was generated
-# from keys.  DROP EXPRESSION turns it into a plain column keeping its values
-# (catalog change only, no rewrite), after which keys can go.  Run only when
-# keys still exists, so a normal start takes no ACCESS EXCLUSIVE lock.
-_HAS_KEYS_COLUMN = """
-SELECT EXISTS (SELECT 1 FROM information_schema.columns
-               WHERE table_schema = current_schema() AND table_name = 'memory_records'
-                 AND column_name = 'keys')
-"""
-_DROP_KEYS_COLUMN = """
-ALTER TABLE memory_records ALTER COLUMN tsv DROP EXPRESSION IF EXISTS;
-ALTER TABLE memory_records DROP COLUMN IF EXISTS keys;
-"""
-
-# Databases created before length pools (memory.ranking): memory_stats has
-# no per-pool counts.  Added and backfilled from the rows in the same
-# transaction, under the schema lock, so replicas starting together add them
-# once (ADD COLUMN IF NOT EXISTS makes a repeat a no-op).  Known limit during a
-# rolling upgrade: an old replica's writes update n_docs/total_len but not the
-# short counts, so the pools drift by those writes until the stats are rebuilt.
-_HAS_POOL_COLUMNS = """
-SELECT EXISTS (SELECT 1 FROM information_schema.columns
-               WHERE table_schema = current_schema() AND table_name = 'memory_stats'
-                 AND column_name = 'short_docs')
-"""
-_ADD_POOL_COLUMNS = """
-ALTER TABLE memory_stats ADD COLUMN IF NOT EXISTS short_docs bigint NOT NULL DEFAULT 0,
-                         ADD COLUMN IF NOT EXISTS short_len bigint NOT NULL DEFAULT 0;
-UPDATE memory_stats AS s
-SET short_docs = p.short_docs, short_len = p.short_len
-FROM (SELECT r.tenant, count(*) AS short_docs, sum(r.doc_len) AS short_len
-      FROM memory_records AS r WHERE r.doc_len < SHORT GROUP BY r.tenant) AS p
-WHERE p.tenant = s.tenant;
-""".replace("SHORT", str(int(SHORT_TERMS)))
-
-_COLUMNS = (
-    "r.id, r.tenant, r.user_id, r.kind, r.text, r.title, r.metadata::text, r.thread_id,"
-    " r.turn_id, r.doc_id, r.created_at, r.updated_at"
-)
-
-_UPSERT = f"""
-INSERT INTO memory_records AS r
-    (tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id, tsv, doc_len)
-SELECT t.tenant, t.id, t.user_id, t.kind, t.text, t.title, t.metadata::jsonb, t.thread_id,
-       t.turn_id, t.doc_id, to_tsvector('simple'::regconfig, t.keys), t.doc_len
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-            $8::text[], $9::text[], $10::text[], $11::text[], $12::int[])
-     AS t(tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id, keys,
-          doc_len)
-ON CONFLICT (tenant, id) DO UPDATE SET
-    user_id = excluded.user_id, kind = excluded.kind, text = excluded.text,
-    title = excluded.title, metadata = excluded.metadata, thread_id = excluded.thread_id,
-    turn_id = excluded.turn_id, doc_id = excluded.doc_id, tsv = excluded.tsv,
-    doc_len = excluded.doc_len, updated_at = now()
-RETURNING {_COLUMNS}
-"""
 
 # A document is listed by its first chunk (``{doc_id}#0``, memory.chunking),
 # which every non-empty document has; the count walks the (tenant, doc_id) index.
@@ -169,180 +95,6 @@ _DOCUMENTS = (
     " AND r.id = r.doc_id || '#0' AND {filter} ORDER BY r.doc_id LIMIT $3"
 )
 _DOC_CHUNKS = "r.tenant = $2 AND r.kind = 'document' AND r.doc_id = ANY($3::text[])"
-
-# Add (sign=+1) or remove (sign=-1) the statistics of the rows matching
-# {where}.  GROUP BY makes each (tenant, lexeme) appear once, as ON CONFLICT
-# requires; ORDER BY takes row locks in one order so concurrent writers to
-# different tenants cannot deadlock.
-_TERM_DELTA = """
-INSERT INTO memory_terms AS m (tenant, lexeme, df)
-SELECT r.tenant, u.lexeme, $1::int * count(*)
-FROM memory_records AS r, unnest(r.tsv) AS u
-WHERE {where}
-GROUP BY 1, 2 ORDER BY 1, 2
-ON CONFLICT (tenant, lexeme) DO UPDATE SET df = m.df + excluded.df
-RETURNING m.tenant, m.lexeme, m.df
-"""
-_STATS_DELTA = """
-INSERT INTO memory_stats AS m (tenant, n_docs, total_len, short_docs, short_len)
-SELECT r.tenant, $1::int * count(*), $1::int * coalesce(sum(r.doc_len), 0),
-       $1::int * count(*) FILTER (WHERE r.doc_len < SHORT),
-       $1::int * coalesce(sum(r.doc_len) FILTER (WHERE r.doc_len < SHORT), 0)
-FROM memory_records AS r
-WHERE {where}
-GROUP BY 1 ORDER BY 1
-ON CONFLICT (tenant) DO UPDATE SET
-    n_docs = m.n_docs + excluded.n_docs, total_len = m.total_len + excluded.total_len,
-    short_docs = m.short_docs + excluded.short_docs,
-    short_len = m.short_len + excluded.short_len
-""".replace("SHORT", str(int(SHORT_TERMS)))
-
-# One round trip per search: statistics, candidate choice and BM25 in a
-# single statement.  On a busy 2-core machine every extra round trip is one
-# more wake-up of the backend, and those wake-ups, not the plan, made p99.
-#
-# q: the query's lexemes that the tenant's rows contain, rarest first, with the
-#    running sum of their document frequencies.
-# pick: the candidate tsquery.  The rarest lexemes OR-ed while their summed
-#    document frequencies stay within the budget ($7); commoner terms still
-#    score the candidates but do not widen the set.  A record holding none of
-#    the rare terms scores at most the commoner terms' IDF sum, so this is
-#    max-score pruning, simplified.  When even the rarest is over budget (a
-#    query of common words only) it is AND-ed with the rarest lexeme that is
-#    not a form of the same word (a stem inside its surface form, as يرحم in
-#    يرحمك, would narrow nothing); ``alone`` is then the rarest by itself,
-#    searched only when the AND leaves fewer than k candidates; both keep
-#    only SCAN_CANDIDATES rows ($9, ``take``).  scan: see SCAN_CANDIDATES.
-# Lexemes are quoted for the tsquery cast exactly as the tsquery input
-# function expects ('' and \ escaped), so no lexeme can be an operator.
-# Either way the rows scored per query are bounded by the budget, which keeps
-# p99 flat as the table grows (bench/memory_scale.py).
-#
-# Term frequencies come from the candidate's own tsvector: setweight() marks
-# the query lexemes and ts_filter() keeps only those, both in C, so only the
-# handful of matching lexemes are unnested instead of the whole vector.
-# Every numeric parameter is cast explicitly: left to inference, a float next
-# to the integer ``doc_len`` became an integer and BM25 lost its length
-# normalisation.
-# Visibility: tenant-wide rows (user_id NULL) plus the asking user's own; a
-# search without a user sees tenant-wide rows only ('' is never a user id:
-# NewRecord.validated rejects it).  Written with coalesce rather than
-# "user_id IS NULL OR user_id = $3" on purpose: that form matches the
-# (tenant, user_id) btree, and before ANALYZE has run on a freshly loaded
-# table the planner preferred it and checked tsv row by row (20k rows:
-# 135 ms) instead of using the GIN index.
-_SEARCH = r"""
-WITH u AS MATERIALIZED (
-    -- Own lexemes weigh 1, bridge-only lexemes ($12, memory.expansion) weigh $13.
-    SELECT x.lexeme, max(x.wt) AS wt FROM (
-        SELECT o.lexeme, 1.0::float8 AS wt
-        FROM unnest(to_tsvector('simple'::regconfig, $2::text)) AS o
-        UNION ALL
-        SELECT b.lexeme, $13::float8
-        FROM unnest(to_tsvector('simple'::regconfig, $12::text)) AS b
-    ) AS x GROUP BY x.lexeme
-),
-q AS MATERIALIZED (
-    SELECT u.lexeme, u.wt, t.df,
-           sum(t.df) OVER (ORDER BY t.df, u.lexeme) AS spent,
-           row_number() OVER (ORDER BY t.df, u.lexeme) AS rank,
-           '''' || replace(replace(u.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted
-    FROM u
-    JOIN memory_terms AS t ON t.tenant = $1 AND t.lexeme = u.lexeme
-),
-st AS MATERIALIZED (
-    -- Length pools (memory.ranking): short items and passages each have
-    -- their own average length; N and IDF stay the tenant's.
-    SELECT s.n_docs::float8 AS n,
-           greatest(s.short_len::float8 / greatest(s.short_docs, 1), 1.0) AS avg_short,
-           greatest((s.total_len - s.short_len)::float8 / greatest(s.n_docs - s.short_docs, 1),
-                    1.0) AS avg_long
-    FROM memory_stats AS s WHERE s.tenant = $1
-),
-w AS MATERIALIZED (
-    SELECT q.lexeme, q.wt * ln(1 + (st.n - q.df + 0.5) / (q.df + 0.5)) AS idf FROM q, st
-),
-pick AS MATERIALIZED (
-    SELECT CASE WHEN r1.df <= $7::bigint
-                THEN (SELECT string_agg(q.quoted, ' | ' ORDER BY q.rank) FROM q
-                      WHERE q.spent <= $7::bigint)
-                ELSE r1.quoted || coalesce(' & ' || partner.quoted, '')
-           END::tsquery AS main,
-           CASE WHEN r1.df > $7::bigint THEN r1.quoted::tsquery END AS alone,
-           CASE WHEN r1.df > $7::bigint THEN $9::bigint ELSE $7::bigint END AS take,
-           r1.df::float8 * r1.df > $10::float8 * $9::int * st.n AS scan,
-           least(ceil($10::float8 * $9::int * st.n / r1.df), $11::float8)::bigint AS scan_rows
-    FROM q AS r1
-    CROSS JOIN st
-    LEFT JOIN LATERAL (
-        SELECT q.quoted FROM q
-        WHERE q.rank > 1 AND strpos(r1.lexeme, q.lexeme) = 0 AND strpos(q.lexeme, r1.lexeme) = 0
-        ORDER BY q.rank LIMIT 1
-    ) AS partner ON true
-    WHERE r1.rank = 1
-),
-cand AS MATERIALIZED (
-  (SELECT r.id, r.doc_len, r.tsv FROM memory_records AS r
-    WHERE NOT (SELECT scan FROM pick)
-      AND r.tsv @@ (SELECT main FROM pick)
-      AND r.tenant = $1
-      AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
-      AND r.kind = ANY($4::text[])
-    LIMIT (SELECT take FROM pick))
-  UNION ALL
-    -- ts_match_vq is @@ spelled as a function, which no index matches: the
-    -- scan reads the tenant's rows in heap order, at most scan_rows of them.
-  (SELECT r.id, r.doc_len, r.tsv
-    FROM (SELECT r.id, r.doc_len, r.tsv, r.user_id, r.kind FROM memory_records AS r
-          WHERE (SELECT scan FROM pick) AND r.tenant = $1
-          LIMIT (SELECT scan_rows FROM pick)) AS r
-    WHERE ts_match_vq(r.tsv, (SELECT alone FROM pick))
-      AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
-      AND r.kind = ANY($4::text[])
-    LIMIT $9)
-),
-extra AS (
-    SELECT r.id, r.doc_len, r.tsv FROM memory_records AS r
-    WHERE (SELECT count(*) FROM cand) < $8::int
-      AND r.tsv @@ (SELECT alone FROM pick)
-      AND r.id NOT IN (SELECT cand.id FROM cand)
-      AND r.tenant = $1
-      AND coalesce(r.user_id, '') IN ('', coalesce($3::text, ''))
-      AND r.kind = ANY($4::text[])
-    LIMIT $9
-),
-top AS (
-    -- One join of every candidate's matching lexemes against w, grouped per
-    -- candidate: a LATERAL sum per candidate built a hash table per row.
-    SELECT c.id,
-           sum(w.idf * (x.tf * ($5::float8 + 1))
-               / (x.tf + $5::float8 * (1 - $6::float8
-                                       + $6::float8 * c.doc_len
-                                         / CASE WHEN c.doc_len < SHORT
-                                                THEN (SELECT avg_short FROM st)
-                                                ELSE (SELECT avg_long FROM st) END)))
-           AS score
-    FROM (SELECT * FROM cand UNION ALL SELECT * FROM extra) AS c
-    CROSS JOIN LATERAL (
-        SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf
-        FROM unnest(ts_filter(setweight(c.tsv, 'A', (SELECT array_agg(w.lexeme) FROM w)),
-                              '{a}')) AS u
-    ) AS x
-    JOIN w ON w.lexeme = x.lexeme
-    GROUP BY c.id
-    ORDER BY score DESC, c.id
-    LIMIT $8
-)
--- Only the k winners are read in full (text, metadata): candidates carry
--- just what scoring needs.
-SELECT COLUMNS, top.score, (SELECT array_agg(w.lexeme) FROM w) AS lexemes
-FROM top JOIN memory_records AS r ON r.tenant = $1 AND r.id = top.id
-ORDER BY top.score DESC, top.id
-""".replace("COLUMNS", _COLUMNS.replace(
-    # A hit never carries the uploaded document (memory.kb keeps it in its
-    # first chunk's metadata): up to DIWANIYA_KB_MAX_DOCUMENT_BYTES per hit.
-    "r.metadata::text", "(r.metadata - 'document')::text")).replace("SHORT", str(int(SHORT_TERMS)))
-
 
 class _NoResetConnection(asyncpg.Connection):
     """A pooled connection released without asyncpg's reset query.
@@ -374,8 +126,10 @@ class PostgresMemoryStore:
         candidate_budget: int = CANDIDATE_BUDGET,
         expand: Expander | None = None,
         acquire_timeout_s: float | None = None,
+        typo: bool = True,
     ) -> None:
         self._pool = pool
+        self._typo = typo  # second stage for unknown keys (memory.typo)
         self._expand = expand  # query-side only (memory.expansion); the index never sees it
         self._acquire_timeout = acquire_timeout_s
         self._budget = candidate_budget
@@ -397,6 +151,7 @@ class PostgresMemoryStore:
         command_timeout_s: float | None = None,
         acquire_timeout_s: float | None = None,
         application_name: str | None = None,
+        typo: bool = True,
     ) -> PostgresMemoryStore:
         """Open a pool for ``dsn`` that :meth:`close` will close.
 
@@ -419,7 +174,7 @@ class PostgresMemoryStore:
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
         return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget,
-                   expand=expand, acquire_timeout_s=acquire_timeout_s)
+                   expand=expand, acquire_timeout_s=acquire_timeout_s, typo=typo)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
@@ -446,12 +201,21 @@ class PostgresMemoryStore:
 
     async def setup(self) -> None:
         async with self._conn() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
-            await conn.execute(_SCHEMA)
-            if await conn.fetchval(_HAS_KEYS_COLUMN):
-                await conn.execute(_DROP_KEYS_COLUMN)
-            if not await conn.fetchval(_HAS_POOL_COLUMNS):
-                await conn.execute(_ADD_POOL_COLUMNS)
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK)
+            await conn.execute(SCHEMA)
+            if await conn.fetchval(HAS_KEYS_COLUMN):
+                await conn.execute(DROP_KEYS_COLUMN)
+            if not await conn.fetchval(HAS_POOL_COLUMNS):
+                await conn.execute(ADD_POOL_COLUMNS)
+            if self._typo and not await conn.fetchval(HAS_TRGM_INDEX):
+                try:
+                    async with conn.transaction():  # a savepoint: the rest stays applied
+                        await conn.execute(ADD_TRGM_INDEX)
+                except asyncpg.PostgresError as exc:
+                    raise ConfigurationError(
+                        f"the typo stage needs PostgreSQL's pg_trgm extension ({exc}); install"
+                        " the contrib package or turn the stage off (memory_typo_stage=false)"
+                    ) from exc
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         # The last write of an id wins within a batch, as it would across batches
@@ -465,7 +229,7 @@ class PostgresMemoryStore:
         async with self._conn() as conn, conn.transaction():
             await _lock_tenants(conn, tenants)
             await _apply_delta(conn, -1, where, tenants, ids)
-            rows = await conn.fetch(_UPSERT, *cols)
+            rows = await conn.fetch(UPSERT, *cols)
             await _apply_delta(conn, +1, where, tenants, ids)
         by_key = {(row[1], row[0]): _record(row) for row in rows}
         return [by_key[key] for key in ready]
@@ -499,7 +263,7 @@ class PostgresMemoryStore:
                 f"DELETE FROM memory_records AS r WHERE $1::int < 0 AND {_DOC_CHUNKS}",
                 -1, tenant, doc_ids)
             if ready:
-                await conn.execute(_UPSERT.split("RETURNING")[0], *cols)
+                await conn.execute(UPSERT.split("RETURNING")[0], *cols)
             await _apply_delta(conn, +1, _DOC_CHUNKS, tenant, doc_ids)
         return len(ready)
 
@@ -508,19 +272,19 @@ class PostgresMemoryStore:
     ) -> list[DocumentInfo]:
         async with self._conn() as conn:
             # A listing leaves each document's text out (it may be a megabyte).
-            rows = await conn.fetch(_DOCUMENTS.format(columns=_COLUMNS.replace(
+            rows = await conn.fetch(_DOCUMENTS.format(columns=COLUMNS.replace(
                 "r.metadata::text", "(r.metadata #- '{document,text}')::text"),
                 filter="r.doc_id > $2"), tenant, after, limit)
         return [_document(row) for row in rows]
 
     async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
         async with self._conn() as conn:
-            row = await conn.fetchrow(_DOCUMENTS.format(columns=_COLUMNS, filter="r.doc_id = $2"),
+            row = await conn.fetchrow(_DOCUMENTS.format(columns=COLUMNS, filter="r.doc_id = $2"),
                                       tenant, doc_id, 1)
         return _document(row) if row else None
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
-        sql = f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.id = $2"
+        sql = f"SELECT {COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.id = $2"
         async with self._conn() as conn:
             row = await conn.fetchrow(sql, tenant, record_id)
         return _record(row) if row else None
@@ -540,15 +304,24 @@ class PostgresMemoryStore:
         if not terms or k <= 0:
             return []
         kind_list = [Kind(x).value for x in (kinds or list(Kind))]
+        fixes: list[str] = []
         async with self._conn() as conn:
-            rows = await conn.fetch(
-                _SEARCH, tenant, " ".join(weighted.own), user_id, kind_list, K1, B, self._budget,
-                k, SCAN_CANDIDATES, SCAN_COST_RATIO, SCAN_MAX_ROWS, " ".join(weighted.bridged),
-                BRIDGE_WEIGHT,
-            )
+            args = [tenant, " ".join(weighted.own), user_id, kind_list, K1, B, self._budget,
+                    k, SCAN_CANDIDATES, SCAN_COST_RATIO, SCAN_MAX_ROWS,
+                    " ".join(weighted.bridged), BRIDGE_WEIGHT, "", TYPO_WEIGHT]
+            rows = await conn.fetch(SEARCH, *args)
+            # Second stage (memory.typo) only when own keys are unknown to the
+            # tenant; row 0 carries the known lexemes (none without rows).
+            unknown = unknown_terms(weighted.own, rows[0][13] if rows else ()) \
+                if self._typo else []
+            if unknown:
+                fixes = await self._corrections(conn, tenant, unknown, set(terms))
+                if fixes:
+                    args[13] = " ".join(fixes)
+                    rows = await conn.fetch(SEARCH, *args)
         if not rows:
             return []
-        wanted = set(terms) | set(rows[0][13])
+        wanted = set(terms) | set(rows[0][13]) | set(fixes)
         return [
             SearchHit(
                 record=(rec := _record(row)),
@@ -558,11 +331,29 @@ class PostgresMemoryStore:
             for row in rows
         ]
 
+    async def _corrections(self, conn: asyncpg.Connection, tenant: str, unknown: list[str],
+                           have: set[str]) -> list[str]:
+        """Vocabulary keys replacing the ``unknown`` ones (memory.typo), not already in ``have``."""
+        # pg_trgm's % reads its threshold from a setting: SET LOCAL keeps it to
+        # this transaction, so the pooled connection carries no session state.
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL pg_trgm.similarity_threshold = {float(THRESHOLD)}")
+            found = await conn.fetch(SIMILAR_TERMS, tenant, unknown, CANDIDATES_PER_TERM)
+        by_term: dict[str, list[tuple[str, int]]] = {}
+        for term, lexeme, df in found:
+            by_term.setdefault(term, []).append((lexeme, int(df)))
+        fixes: dict[str, None] = {}
+        for term in unknown:
+            for fix in best_corrections(term, by_term.get(term, ())):
+                if fix not in have:
+                    fixes.setdefault(fix, None)
+        return list(fixes)
+
     async def user_records(
         self, tenant: str, user_id: str, *, kinds: Collection[Kind] | None = None, limit: int = 50
     ) -> list[MemoryRecord]:
         sql = (
-            f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.user_id = $2"
+            f"SELECT {COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.user_id = $2"
             " AND r.kind = ANY($3::text[]) ORDER BY r.updated_at DESC, r.id LIMIT $4"
         )
         kind_list = [Kind(x).value for x in (kinds or list(Kind))]
@@ -610,8 +401,8 @@ async def _lock_tenants(conn: asyncpg.Connection, tenants: Sequence[str]) -> Non
 
 
 async def _apply_delta(conn: asyncpg.Connection, sign: int, where: str, *args: Any) -> None:
-    touched = await conn.fetch(_TERM_DELTA.format(where=where), sign, *args)
-    await conn.execute(_STATS_DELTA.format(where=where), sign, *args)
+    touched = await conn.fetch(TERM_DELTA.format(where=where), sign, *args)
+    await conn.execute(STATS_DELTA.format(where=where), sign, *args)
     if sign < 0:
         gone = [(row[0], row[1]) for row in touched if row[2] <= 0]
         if gone:

@@ -28,7 +28,7 @@ from typing import Any
 import aiosqlite
 
 from diwaniya.errors import Unavailable
-from memory.expansion import BRIDGE_WEIGHT, OWN_REPEATS, Expander, weighted_terms
+from memory.expansion import BRIDGE_WEIGHT, OWN_REPEATS, Expander, WeightedTerms, weighted_terms
 from memory.ranking import SHORT_TERMS, PoolStats, idf, score_terms
 from memory.records import (
     DocumentInfo,
@@ -39,8 +39,18 @@ from memory.records import (
     validated_chunks,
 )
 from memory.snippet import WordKeys, highlight_snippet
+from memory.sqlite_typo import (
+    ADD_WORDS,
+    KNOWN_WORDS,
+    TYPO_MARK,
+    TYPO_SCHEMA,
+    corrections,
+    document_frequencies,
+    words,
+)
 from memory.terms import MAX_K, KeyFunction
 from memory.text_keys import record_terms
+from memory.typo import TYPO_WEIGHT, unknown_terms
 
 __all__ = ["SqliteMemoryStore"]
 
@@ -192,9 +202,15 @@ class SqliteMemoryStore:
     """
 
     def __init__(
-        self, path: Path | str, *, keys: KeyFunction, expand: Expander | None = None
+        self, path: Path | str, *, keys: KeyFunction, expand: Expander | None = None,
+        typo: bool = True,
     ) -> None:
         self._path = str(path)
+        self._typo = typo  # second stage for unknown keys (memory.typo)
+        # True once setup() has made (or found) the vocabulary tables.  They are
+        # kept whether or not the stage is on, so turning it on needs no rebuild;
+        # a file written without setup() is backfilled by the next setup().
+        self._vocabulary = False
         self._keys = keys
         self._expand = expand  # query-side only (memory.expansion); the index never sees it
         self._word_keys = WordKeys(keys)
@@ -244,7 +260,15 @@ class SqliteMemoryStore:
             if cur.rowcount == 1:
                 for statement in _statements(_POOL_BACKFILL):
                     await db.execute(statement)
+            for statement in _statements(TYPO_SCHEMA):
+                await db.execute(statement)
+            cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TYPO_MARK,))
+            if cur.rowcount == 1:
+                async with db.execute("SELECT tenant, keys FROM memory_records") as rows:
+                    async for tenant, keys in rows:
+                        await db.executemany(ADD_WORDS, words(tenant, keys))
             await db.commit()
+            self._vocabulary = True
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         ready = [r.validated() for r in records]
@@ -259,8 +283,13 @@ class SqliteMemoryStore:
             )
             for r in ready
         ]
+        vocabulary: set[tuple[str, str]] = set()
+        for row in rows:
+            vocabulary.update(words(row[0], row[12]))
         async with self._locked() as db:
             await db.executemany(_UPSERT, rows)
+            if self._vocabulary:
+                await db.executemany(ADD_WORDS, sorted(vocabulary))
             await db.commit()
             stored = [await self._get(db, r.tenant, r.id or "") for r in ready]
         return [s for s in stored if s is not None]
@@ -328,39 +357,20 @@ class SqliteMemoryStore:
         k: int = 5,
     ) -> list[SearchHit]:
         weighted = weighted_terms(query, self._keys, self._expand)
-        terms = weighted.all
         k = min(k, MAX_K)
-        if not terms or k <= 0:
+        if not weighted.all or k <= 0:
             return []
-        # bm25() sums over the query's phrases, so listing the own terms
-        # OWN_REPEATS times weights bridge terms 1/OWN_REPEATS (memory.expansion);
-        # the score is divided back so it keeps the unexpanded scale.
-        repeats = OWN_REPEATS if weighted.bridged else 1
-        phrases = weighted.own * repeats + weighted.bridged
-        # Each term is a quoted FTS5 string: inside quotes only '"' is special
-        # and it is doubled; word-run terms never contain one anyway.
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in phrases)
-        kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
-        args = (match, tenant, user_id, kind_list, RERANK_CANDIDATES)
         async with self._locked() as db:
-            async with db.execute(_CANDIDATES, args) as cur:
-                candidates = list(await cur.fetchall())
-            if not candidates:
-                return []
-            stats = await _pool_stats(db)
-            df = await _document_frequencies(db, terms)
-            weights = {t: idf(stats.n_docs, df[t]) for t in weighted.own if t in df}
-            for t in weighted.bridged:
-                if t in df:
-                    weights.setdefault(t, BRIDGE_WEIGHT * idf(stats.n_docs, df[t]))
-            scored = sorted(
-                ((score_terms(row[1].split(), weights, stats), row[0]) for row in candidates),
-                key=lambda pair: (-pair[0], pair[1]),
-            )[:k]
-            async with db.execute(_BY_ROWIDS, (json.dumps([r for _, r in scored]),)) as cur:
-                by_rowid = {row[0]: row[1:] for row in await cur.fetchall()}
-            rows = [(score, by_rowid[r]) for score, r in scored if r in by_rowid]
-        wanted = set(terms)
+            fixes: list[str] = []
+            if self._typo:
+                # Second stage (memory.typo) only for own keys the tenant lacks.
+                async with db.execute(KNOWN_WORDS, (tenant, _json(weighted.own))) as cur:
+                    known = {str(r[0]) for r in await cur.fetchall()}
+                unknown = unknown_terms(weighted.own, known)
+                if unknown:
+                    fixes = await corrections(db, tenant, unknown, set(weighted.all))
+            rows = await self._ranked(db, tenant, weighted, fixes, user_id, kinds, k)
+        wanted = set(weighted.all) | set(fixes)
         return [
             SearchHit(
                 record=(rec := _record(row)),
@@ -369,6 +379,43 @@ class SqliteMemoryStore:
             )
             for score, row in rows
         ]
+
+    async def _ranked(
+        self, db: aiosqlite.Connection, tenant: str, weighted: WeightedTerms, fixes: list[str],
+        user_id: str | None, kinds: Collection[Kind] | None, k: int,
+    ) -> list[tuple[float, Sequence[Any]]]:
+        """The k best (score, row) pairs: FTS5 candidates rescored with pools."""
+        terms = weighted.all + fixes
+        # bm25() sums over the query's phrases, so listing the own terms
+        # OWN_REPEATS times weights bridge terms 1/OWN_REPEATS (memory.expansion);
+        # the score is divided back so it keeps the unexpanded scale.
+        repeats = OWN_REPEATS if weighted.bridged else 1
+        phrases = weighted.own * repeats + weighted.bridged + fixes
+        # Each term is a quoted FTS5 string: inside quotes only '"' is special
+        # and it is doubled; word-run terms never contain one anyway.
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in phrases)
+        kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
+        args = (match, tenant, user_id, kind_list, RERANK_CANDIDATES)
+        async with db.execute(_CANDIDATES, args) as cur:
+            candidates = list(await cur.fetchall())
+        if not candidates:
+            return []
+        stats = await _pool_stats(db)
+        df = await document_frequencies(db, terms)
+        weights = {t: idf(stats.n_docs, df[t]) for t in weighted.own if t in df}
+        for t in weighted.bridged:
+            if t in df:
+                weights.setdefault(t, BRIDGE_WEIGHT * idf(stats.n_docs, df[t]))
+        for t in fixes:
+            if t in df:
+                weights.setdefault(t, TYPO_WEIGHT * idf(stats.n_docs, df[t]))
+        scored = sorted(
+            ((score_terms(row[1].split(), weights, stats), row[0]) for row in candidates),
+            key=lambda pair: (-pair[0], pair[1]),
+        )[:k]
+        async with db.execute(_BY_ROWIDS, (json.dumps([r for _, r in scored]),)) as cur:
+            by_rowid = {row[0]: row[1:] for row in await cur.fetchall()}
+        return [(score, by_rowid[r]) for score, r in scored if r in by_rowid]
 
     async def user_records(
         self, tenant: str, user_id: str, *, kinds: Collection[Kind] | None = None, limit: int = 50
@@ -433,11 +480,8 @@ async def _pool_stats(db: aiosqlite.Connection) -> PoolStats:
                      long_docs=got[1][0], long_len=got[1][1])
 
 
-async def _document_frequencies(db: aiosqlite.Connection, terms: Sequence[str]) -> dict[str, int]:
-    """FTS5's own document frequency of each term the index holds."""
-    sql = "SELECT term, doc FROM memory_vocab WHERE term IN (SELECT value FROM json_each(?))"
-    async with db.execute(sql, (json.dumps(list(terms), ensure_ascii=False),)) as cur:
-        return {str(term): int(doc) for term, doc in await cur.fetchall()}
+def _json(values: Sequence[str]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)
 
 
 def _document(row: Sequence[Any]) -> DocumentInfo:

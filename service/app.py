@@ -251,7 +251,7 @@ async def open_memory(settings: Settings, keys: KeyFunction) -> MemoryStore:
         pool_max=pool_budget(settings).memory, connect_timeout_s=settings.pg_connect_timeout_s,
         command_timeout_s=settings.pg_command_timeout_s,
         application_name=application_name(settings.pg_application_name),
-        acquire_timeout_s=settings.pg_checkout_timeout_s,
+        acquire_timeout_s=settings.pg_checkout_timeout_s, typo=settings.memory_typo_stage,
     )
 
 

@@ -195,6 +195,11 @@ class Settings(BaseSettings):
     camel_db: str = "calima-msa-r13"
     # camel-tools' data folder; unset: CAMELTOOLS_DATA, else ~/.camel_tools.
     camel_data_dir: Path | None = None
+    # DIWANIYA_MEMORY_TYPO_STAGE: the memory stores' typo second stage
+    # (memory.typo: pg_trgm / FTS5 trigram over the vocabulary) for queries
+    # with keys no record holds.  false: exact keys only, and PostgreSQL
+    # needs no pg_trgm extension.
+    memory_typo_stage: bool = True
 
     # --- knowledge base uploads (diwaniya.v1.Knowledge), UTF-8 bytes of text ---
     # One document's text; more: INVALID_ARGUMENT (split the document).
