@@ -16,11 +16,14 @@ import sys
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from pydantic import SecretStr
 
 from majlis.culture import FixedClock
 from service import Settings, build_app
+from tests.chaos._pg import DroppingProxy
 from tests.client._venv import ROOT, fresh_client_venv, import_seconds
 from tests.service.conftest import DEFAULT_TIME
 
@@ -30,7 +33,7 @@ import asyncio, json, sys
 from diwaniya.client import AsyncClient, Client, RetryPolicy
 from diwaniya import errors
 
-target, dead, run = sys.argv[1], sys.argv[2], sys.argv[3]
+target, dead, run, outage = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 user = f"dist-{run}"
 out = []
 
@@ -85,6 +88,15 @@ with Client(dead, timeout_s=10, retry=policy) as client:
         except Exception as exc:
             out.append({"check": "unavailable", "thread_id": thread_id, "raised": True,
                         "attempts": turn.attempts, **described(exc)})
+
+# A live server whose database is cut off: UNAVAILABLE carrying RetryInfo
+# (one attempt, so the raw status is what is described).
+with Client(outage, timeout_s=30, retry=RetryPolicy(max_attempts=1)) as client:
+    try:
+        client.get_thread(f"t-any-{run}", user_id=user)
+        out.append({"check": "outage", "raised": False})
+    except Exception as exc:
+        out.append({"check": "outage", "raised": True, **described(exc)})
 
 for line in out:
     print(json.dumps(line, ensure_ascii=False))
@@ -150,24 +162,39 @@ def test_import_time_is_printed(client_python: Path) -> None:
 
 
 async def test_streamed_turn_and_typed_errors_against_a_real_server(
-    client_python: Path, tmp_path: Path,
+    client_python: Path, tmp_path: Path, pg_dsn: str,
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", listen="127.0.0.1:0", drain_grace_s=1.0)
     app = await build_app(settings, clock=FixedClock(DEFAULT_TIME))
     server = app.server()
     await server.start()
+    # A second server on PostgreSQL through a proxy, then the proxy cut: its
+    # reads answer UNAVAILABLE with RetryInfo (a real outage, not a stub).
+    proxy = await DroppingProxy(int(urlsplit(pg_dsn).port or 5432)).start()
+    cut_dsn = urlunsplit(urlsplit(pg_dsn)._replace(
+        netloc=f"{urlsplit(pg_dsn).username}@127.0.0.1:{proxy.port}"))
+    outage_app = await build_app(Settings(
+        data_dir=tmp_path / "outage", listen="127.0.0.1:0", drain_grace_s=1.0,
+        database_url=SecretStr(cut_dsn), pg_connect_timeout_s=1.0, pg_checkout_timeout_s=1.0,
+        pg_command_timeout_s=2.0, pg_reconnect_timeout_s=1.0), clock=FixedClock(DEFAULT_TIME))
+    outage_server = outage_app.server()
+    await outage_server.start()
+    proxy.drop()
     script = tmp_path / "use_client.py"
     script.write_text(CLIENT_SCRIPT, encoding="utf-8")
     dead = f"127.0.0.1:{_free_port()}"
     try:
         proc = await asyncio.create_subprocess_exec(
             str(client_python), str(script), f"127.0.0.1:{server.port}", dead,
-            uuid.uuid4().hex[:10], cwd="/",
+            uuid.uuid4().hex[:10], f"127.0.0.1:{outage_server.port}", cwd="/",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), timeout=180)
     finally:
         await server.drain(0, delay=0)
         await app.close()
+        await outage_server.drain(0, delay=0)
+        await outage_app.close()
+        await proxy.close()
     assert proc.returncode == 0, err.decode()
     results = [json.loads(line) for line in out.decode().splitlines()]
     by_check: dict[str, list[dict[str, Any]]] = {}
@@ -194,10 +221,10 @@ async def test_streamed_turn_and_typed_errors_against_a_real_server(
     assert invalid["raised"] and invalid["is_domain"]
     assert invalid["type"] == "InvalidRequest" and invalid["code"] == "INVALID_ARGUMENT"
     assert invalid["message"]
-    if invalid["domain"]:  # the server sends ErrorInfo (s5-edge): then BadRequest names the field
-        assert invalid["domain"] == "diwaniya.v1" and invalid["reason"]
-        assert [v[0] for v in invalid["violations"]] == ["user_id"]
-        assert invalid["field"] == "user_id"
+    # ErrorInfo (stable reason) and a BadRequest field violation naming the field.
+    assert invalid["domain"] == "diwaniya.v1" and invalid["reason"] == "INVALID_USER_ID"
+    assert [v[0] for v in invalid["violations"]] == ["user_id"]
+    assert invalid["field"] == "user_id"
 
     known, new = by_check["unavailable"]
     for down in (known, new):
@@ -205,3 +232,9 @@ async def test_streamed_turn_and_typed_errors_against_a_real_server(
         assert (down["type"], down["code"]) == ("Unavailable", "UNAVAILABLE")
     assert known["attempts"] == 3  # bounded retries: the request_id makes them safe
     assert new["attempts"] == 1    # a new thread's turn is never retried blindly
+
+    (outage,) = by_check["outage"]
+    assert outage["raised"] and outage["is_domain"]
+    assert (outage["type"], outage["code"]) == ("StoreUnavailable", "UNAVAILABLE"), outage
+    assert outage["retry_after_s"] and outage["retry_after_s"] > 0  # RetryInfo, decoded
+    assert outage["reason"] and outage["domain"] == "diwaniya.v1"
