@@ -211,6 +211,27 @@ async def test_cli_thread_command_speaks_mtls(run_service, tmp_path: Path) -> No
         assert code != 0 and "UNAVAILABLE" in out
 
 
+async def test_cli_kb_command_speaks_mtls(run_service, tmp_path: Path) -> None:
+    ca = TestCA(tmp_path)
+    srv, cli = ca.server(), ca.client()
+    async with run_service(tls_cert_file=srv.cert, tls_key_file=srv.key,
+                           tls_client_ca_file=ca.cert, tls_require_client_cert=True) as svc:
+        base = [sys.executable, "-m", "service", "kb", "list", "--target", svc.target]
+
+        async def run(*flags: str) -> tuple[int, str]:
+            proc = await asyncio.create_subprocess_exec(
+                *base, *flags, env=_env(tmp_path), cwd=REPO,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(proc.communicate(), 120)
+            return proc.returncode or 0, out.decode() + err.decode()
+
+        code, out = await run("--tls-ca", str(ca.cert), "--tls-cert", str(cli.cert),
+                              "--tls-key", str(cli.key))
+        assert code == 0, out  # an empty knowledge base lists nothing, over mTLS
+        code, out = await run()  # plaintext to a TLS port
+        assert code == 2 and "UNAVAILABLE" in out
+
+
 async def test_probes_get_plaintext_health_beside_a_tls_port(run_service,
                                                               tmp_path: Path) -> None:
     ca = TestCA(tmp_path)
