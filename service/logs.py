@@ -88,6 +88,23 @@ class TextFormatter(logging.Formatter):
         return line
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at emit time, not at configure time:
+    a replaced stderr (a test's capture, a daemon's redirect) never leaves the
+    root handler writing to a closed stream."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> IO[str]:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: IO[str]) -> None:
+        pass  # always sys.stderr
+
+
 def configure_logging(*, format: str = "json", level: str | int = "INFO",
                       message_text: bool = False, stream: IO[str] | None = None
                       ) -> logging.Handler:
@@ -95,7 +112,7 @@ def configure_logging(*, format: str = "json", level: str | int = "INFO",
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(old)
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(JsonFormatter() if format == "json" else TextFormatter())
     if not message_text:
