@@ -106,3 +106,30 @@ async def test_resume_not_found(run_service, who: str) -> None:
             await _resume(svc.target, request)
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
     assert "not" in (caught.value.details() or "")
+
+
+async def test_light_client_resumes_by_itself_after_a_dropped_connection(
+        run_service, openai_server: ScriptedOpenAIServer) -> None:
+    from diwaniya.client import AsyncClient
+    from tests.chaos._pg import DroppingProxy
+
+    openai_server.push(ScriptedReply.text(" ".join(WORDS), event_delay_s=0.2))
+    user = _uid()
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        proxy = await DroppingProxy(svc.server.port).start()
+        try:
+            async with AsyncClient(f"127.0.0.1:{proxy.port}", timeout_s=60) as client:
+                stream = client.send("اشرح لي سياسة الاسترجاع", user_id=user, resumable=True)
+                events = []
+                async for event in stream:
+                    events.append(event)
+                    if sum(e.HasField("text_delta") for e in events) == 3 and not stream.resumes:
+                        proxy.drop()  # every connection cut mid-turn
+                        proxy.restore()
+        finally:
+            await proxy.close()
+    assert stream.resumes >= 1
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert events[-1].HasField("turn_completed")
+    text = "".join(e.text_delta.text for e in events if e.HasField("text_delta"))
+    assert text.split() == WORDS
