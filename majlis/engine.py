@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 import nlp
-from diwaniya.errors import InvalidRequest
+from diwaniya.errors import InvalidRequest, NotFound
 from majlis import culture
 from majlis.approvals import ApprovalRequest
 from majlis.config import settings_values
@@ -168,6 +168,29 @@ class ConversationEngine:
         check_thread_id(thread_id)
         check_user_id(user_id)
         return await owned(self._db, tenant, user_id, thread_id)
+
+    async def resume_turn(self, tenant: str, user_id: str, thread_id: str, turn_id: str,
+                          after_seq: int) -> AsyncGenerator[Envelope, None]:
+        """A turn's logged events after ``after_seq``, then its live tail (majlis.turn_log).
+
+        NotFound for a turn this user's thread does not have, or whose log expired.
+        """
+        log = self._db.turn_log
+        missing = NotFound(f"turn {turn_id!r} of thread {thread_id!r} is not running and not "
+                           "in the recent-turn log (unknown, another user's, or expired after "
+                           "DIWANIYA_TURN_EVENTS_TTL_S): read the thread with GetThread")
+        if not turn_id:
+            raise InvalidRequest("turn_id is required (from the turn's events)", field="turn_id")
+        with self._db.errors():
+            await self._owned(tenant, user_id, thread_id)
+        if log is None:
+            raise missing
+        try:
+            with self._db.errors():
+                async for envelope in log.follow(tenant, user_id, thread_id, turn_id, after_seq):
+                    yield envelope
+        except LookupError:
+            raise missing from None
 
     async def get_thread(self, tenant: str, user_id: str, thread_id: str) -> ThreadView:
         with self._db.errors():

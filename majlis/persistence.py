@@ -48,6 +48,8 @@ from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
 from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
 from majlis.threads_sqlite import SqliteThreadStore, enable_wal
+from majlis.turn_log import PG_DDL as TURN_EVENTS_DDL
+from majlis.turn_log import PostgresTurnEvents, SqliteTurnEvents, TurnLog
 
 
 def checkpoint_serde() -> JsonPlusSerializer:
@@ -72,6 +74,8 @@ class Persistence:
     pool: AsyncConnectionPool[Any] | None = None
     drain_timeout_s: float = 5.0
     retry_after_s: float = 1.0
+    # Each turn's events for ResumeTurn (majlis.turn_log); None: not logged.
+    turn_log: TurnLog | None = None
 
     def errors(self) -> translate_store_errors:
         """``with persistence.errors():`` — database failures inside become domain errors."""
@@ -191,6 +195,7 @@ async def migrate_postgres(
         try:
             await AsyncPostgresSaver(conn).setup()
             await conn.execute(THREADS_DDL)
+            await conn.execute(TURN_EVENTS_DDL)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
@@ -224,6 +229,7 @@ async def open_postgres(
     migrate: bool = True,
     max_waiters: int = 8,
     options: PoolOptions | None = None,
+    turn_log: dict[str, float] | None = None,
 ) -> Persistence:
     o = options or PoolOptions(min_size=min_size, max_size=max_size,
                                lock_pool_size=lock_pool_size)
@@ -267,10 +273,12 @@ async def open_postgres(
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
     saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
-                       retry_after_s=o.retry_after_s)
+                       retry_after_s=o.retry_after_s,
+                       turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})))
 
 
-async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8) -> Persistence:
+async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8,
+                      turn_log: dict[str, float] | None = None) -> Persistence:
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     path = data_dir / "threads.sqlite3"
     saver_conn = await aiosqlite.connect(path)
@@ -281,9 +289,17 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
     if migrate:
         await inner.setup()
         await threads.migrate()
+    # Its own connection: the registry's transactions must not be committed by
+    # a turn-log write. The file is in WAL already; only the busy wait is per connection.
+    events_conn = await aiosqlite.connect(path)
+    await events_conn.execute("PRAGMA busy_timeout=5000")
+    events = SqliteTurnEvents(events_conn)
+    if migrate:
+        await events.migrate()
     # A process that died mid-turn (SIGKILL, a grace period that ran out) left
     # its leases behind: clear them now rather than answer "busy" until they lapse.
     with suppress(sqlite3.OperationalError):  # a file from before migrations: they lapse
         await threads.clear_dead_leases()
     return Persistence(DeferredSaver(inner), threads, "sqlite",
-                       [saver_conn.close, registry_conn.close])
+                       [saver_conn.close, registry_conn.close, events_conn.close],
+                       turn_log=TurnLog(events, **(turn_log or {})))

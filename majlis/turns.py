@@ -128,6 +128,8 @@ class TurnRunner:
             "diwaniya.thread_id": thread_id, "diwaniya.tenant": inp.tenant,
             "diwaniya.request_id": inp.request_id, "diwaniya.country": inp.country,
             "diwaniya.turn_kind": order.kind})
+        # The resumable log (majlis.turn_log): every event also goes there, batched.
+        log = self._db.turn_log.writer(inp.tenant, inp.user_id) if self._db.turn_log else None
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
@@ -136,8 +138,13 @@ class TurnRunner:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
+                    if log is not None:
+                        await log.add(envelope)
                     yield envelope
         except BaseException as exc:
+            if log is not None:
+                with contextlib.suppress(Exception):
+                    await log.abort(exc)
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             raise

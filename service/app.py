@@ -215,8 +215,15 @@ async def open_persistence(settings: Settings) -> Persistence:
                 reconnect_timeout_s=settings.pg_reconnect_timeout_s,
                 max_waiting=settings.pg_max_waiting, retry_after_s=settings.retry_after_s,
             ),
+            turn_log=turn_log_bounds(settings),
         )
-    return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters)
+    return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters,
+                             turn_log=turn_log_bounds(settings))
+
+
+def turn_log_bounds(settings: Settings) -> dict[str, float]:
+    """DIWANIYA_TURN_EVENTS_TTL_S / _MAX as majlis.turn_log.TurnLog keywords."""
+    return {"ttl_s": settings.turn_events_ttl_s, "max_events": settings.turn_events_max}
 
 
 def budget_policy(settings: Settings, tenant: TenantSettings | None = None) -> BudgetPolicy:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -17,6 +17,7 @@ from diwaniya.errors import Unavailable
 from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from majlis.engine import ConversationEngine
+from majlis.events import Envelope
 from service import convert
 from service import errors as status
 from service.auth import ApiKeyAuth
@@ -26,12 +27,47 @@ from service.wire import Undecodable
 T = TypeVar("T")
 
 
+async def detached(source: AsyncGenerator[Envelope, None],
+                   held: set[asyncio.Task[None]]) -> AsyncGenerator[Envelope, None]:
+    """``source``'s events, produced by a task of their own that outlives this stream.
+
+    A resumable turn (``SendMessageRequest.resumable``) must go on when the
+    client's connection drops — grpc cancels the handler then — so that
+    ResumeTurn can rejoin it from the turn log. The turn's deadline still ends it.
+    """
+    queue: asyncio.Queue[Envelope | BaseException | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async with contextlib.aclosing(source) as events:
+                async for envelope in events:
+                    queue.put_nowait(envelope)
+        except Exception as exc:
+            queue.put_nowait(exc)
+            return
+        queue.put_nowait(None)
+
+    task = asyncio.create_task(pump())
+    held.add(task)
+    task.add_done_callback(held.discard)
+    while True:
+        item = await queue.get()
+        if item is None:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
 class ConversationsServicer(pb_grpc.ConversationsServicer):
     def __init__(self, engine: ConversationEngine, auth: ApiKeyAuth,
                  draining: asyncio.Event | None = None) -> None:
         self._engine = engine
         self._auth = auth
         self._draining = draining or asyncio.Event()
+        # Resumable turns still running after their stream dropped (held so
+        # they are not collected mid-turn; each ends by its own deadline).
+        self._detached: set[asyncio.Task[None]] = set()
 
     # ----------------------------------------------------------- helpers
     def _tenant(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
@@ -52,9 +88,23 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         try:
             tenant = self._tenant(context)
             turn = convert.turn_request(request, tenant)
-            async with contextlib.aclosing(
-                self._engine.run_turn(turn, timeout_s=self._timeout(context))
-            ) as events:
+            source = self._engine.run_turn(turn, timeout_s=self._timeout(context))
+            if request.resumable:
+                source = detached(source, self._detached)
+            async with contextlib.aclosing(source) as events:
+                async for envelope in events:
+                    yield convert.turn_event(envelope)
+        except Exception as exc:
+            await status.abort(context, exc)
+
+    async def ResumeTurn(
+        self, request: pb.ResumeTurnRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.TurnEvent]:
+        try:
+            tenant = self._tenant(context)
+            async with contextlib.aclosing(self._engine.resume_turn(
+                    tenant, request.user_id, request.thread_id, request.turn_id,
+                    request.after_seq)) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)
         except Exception as exc:

@@ -216,6 +216,10 @@ class Settings(BaseSettings):
     # How long a request_id replays its finished turn (and rejects different
     # content); older request records are pruned.
     request_replay_window_s: float = Field(default=86400.0, gt=0)
+    # ResumeTurn's per-turn event log (majlis.turn_log): rows expire after
+    # this many seconds; at most this many events per turn are kept.
+    turn_events_ttl_s: float = Field(default=600.0, gt=0)
+    turn_events_max: int = Field(default=2000, ge=1)
     long_gap_hours: float = Field(default=6.0, gt=0)
 
     # --- model (unset base URL: the offline responder) ----------------------

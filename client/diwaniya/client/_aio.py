@@ -44,16 +44,20 @@ class AsyncTurnStream:
     ``thread_id``, ``turn_id`` and ``last_seq`` follow the events received, so a
     caller always knows where the stream stands.
 
-    Resume seam: the server has no RPC to rejoin a turn's events yet (issue #14
-    item 3). When it does, a stream that breaks after ``last_seq`` > 0 rejoins
-    from ``(thread_id, turn_id, last_seq)`` in :meth:`_events` instead of
-    raising; until then a caller can send the same ``request_id`` again, which
-    replays the finished turn.
+    Resume: a ``resumable`` turn whose stream breaks (UNAVAILABLE) after
+    ``last_seq`` > 0 rejoins with ``ResumeTurn(thread_id, turn_id, last_seq)``
+    instead of raising, at most ``retry.max_attempts`` times; events at or
+    before ``last_seq`` are never yielded twice.
     """
 
     def __init__(self, start: Callable[[], grpc.aio.UnaryStreamCall[Any, pb.TurnEvent]], *,
-                 request_id: str, thread_id: str, retry: opt.RetryPolicy) -> None:
+                 request_id: str, thread_id: str, retry: opt.RetryPolicy,
+                 resume: Callable[[str, str, int], grpc.aio.UnaryStreamCall[Any, pb.TurnEvent]]
+                 | None = None) -> None:
         self._start = start
+        self._resume = resume
+        #: How many times the stream rejoined its turn with ResumeTurn.
+        self.resumes = 0
         self._call: grpc.aio.UnaryStreamCall[Any, pb.TurnEvent] | None = None
         self._retry = retry
         self.request_id = request_id
@@ -75,6 +79,8 @@ class AsyncTurnStream:
             seen = 0
             try:
                 async for event in call:
+                    if self.resumes and event.seq <= self.last_seq:
+                        continue  # already yielded before the break
                     seen += 1
                     self.thread_id = event.thread_id or self.thread_id
                     self.turn_id = event.turn_id or self.turn_id
@@ -101,9 +107,19 @@ class AsyncTurnStream:
                     self.retry_delays.append(wait)
                     await asyncio.sleep(wait)
                     continue
-                # Resume seam: with a server-side resume RPC, a break after
-                # events (seen > 0) rejoins from (thread_id, turn_id, last_seq) here.
+                if (self._resume is not None and self.turn_id and self.last_seq > 0
+                        and rpc.code() == grpc.StatusCode.UNAVAILABLE
+                        and self.resumes < self._retry.max_attempts):
+                    # The connection broke mid-turn; the turn goes on server-side.
+                    self.resumes += 1
+                    self._start = self._rejoin
+                    await asyncio.sleep(self._retry.delay(self.resumes, exc))
+                    continue
                 raise exc from rpc
+
+    def _rejoin(self) -> grpc.aio.UnaryStreamCall[Any, pb.TurnEvent]:
+        assert self._resume is not None
+        return self._resume(self.thread_id, self.turn_id, self.last_seq)
 
     async def collect(self) -> list[pb.TurnEvent]:
         """Every event of the turn, in order."""
@@ -162,19 +178,31 @@ class AsyncClient:
     def send(self, text: str, *, user_id: str, thread_id: str = "", request_id: str = "",
              country: str = "", timezone: str = "", client_time: datetime | None = None,
              register: pb.Register.ValueType = pb.REGISTER_UNSPECIFIED,
-             timeout_s: float | None = None) -> AsyncTurnStream:
+             timeout_s: float | None = None, resumable: bool = False) -> AsyncTurnStream:
         """One turn (``SendMessage``); iterate the result for its ``TurnEvent`` s.
 
         ``request_id`` defaults to a fresh uuid4, reused by every retry of this turn.
+        ``resumable``: the turn outlives a dropped connection and this stream
+        rejoins it (``ResumeTurn``); :meth:`AsyncTurnStream.cancel` then only
+        stops receiving.
         """
         request_id = request_id or opt.new_request_id()
         request = opt.message(text, user_id=user_id, thread_id=thread_id, request_id=request_id,
                               country=country, timezone=timezone, client_time=client_time,
                               register=register)
         timeout = self._deadline(timeout_s)
+        request.resumable = resumable
+
+        def resume(thread: str, turn: str, after: int
+                   ) -> grpc.aio.UnaryStreamCall[Any, pb.TurnEvent]:
+            return self._stub.ResumeTurn(pb.ResumeTurnRequest(
+                thread_id=thread, turn_id=turn, after_seq=after, user_id=user_id),
+                metadata=self._metadata, timeout=timeout)
+
         return AsyncTurnStream(
             lambda: self._stub.SendMessage(request, metadata=self._metadata, timeout=timeout),
-            request_id=request_id, thread_id=thread_id, retry=self._retry)
+            request_id=request_id, thread_id=thread_id, retry=self._retry,
+            resume=resume if resumable else None)
 
     def approve(self, call_id: str, *, thread_id: str, user_id: str, approved: bool = True,
                 request_id: str = "", timeout_s: float | None = None) -> AsyncTurnStream:

@@ -75,7 +75,8 @@ class TurnStream:
                     self.retry_delays.append(wait)
                     time.sleep(wait)
                     continue
-                # Resume seam: as in AsyncTurnStream._events.
+                # Resume seam: AsyncTurnStream rejoins a resumable turn via ResumeTurn
+                # here; the blocking client does not yet (send the same request_id again).
                 raise exc from rpc
 
     def collect(self) -> list[pb.TurnEvent]:

@@ -60,6 +60,7 @@ class SendMessageRequest(_message.Message):
     TIMEZONE_FIELD_NUMBER: _builtins.int
     CLIENT_TIME_FIELD_NUMBER: _builtins.int
     REGISTER_FIELD_NUMBER: _builtins.int
+    RESUMABLE_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     """empty: the server creates a thread"""
     user_id: _builtins.str
@@ -74,6 +75,11 @@ class SendMessageRequest(_message.Message):
     """IANA name, e.g. "Asia/Kuwait" """
     register: Global___Register.ValueType
     """preferred register"""
+    resumable: _builtins.bool
+    """Keep the turn running when this stream drops (connection lost), so that
+    ResumeTurn can rejoin it; cancelling such a stream does not stop the turn
+    (its deadline still does). Default false: a dropped stream cancels the turn.
+    """
     @_builtins.property
     def client_time(self) -> _timestamp_pb2.Timestamp:
         """the user's clock; overrides the server's"""
@@ -89,14 +95,47 @@ class SendMessageRequest(_message.Message):
         timezone: _builtins.str = ...,
         client_time: _timestamp_pb2.Timestamp | None = ...,
         register: Global___Register.ValueType = ...,
+        resumable: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["client_time", b"client_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_time", b"client_time", "country", b"country", "register", b"register", "request_id", b"request_id", "text", b"text", "thread_id", b"thread_id", "timezone", b"timezone", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_time", b"client_time", "country", b"country", "register", b"register", "request_id", b"request_id", "resumable", b"resumable", "text", b"text", "thread_id", b"thread_id", "timezone", b"timezone", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SendMessageRequest: _TypeAlias = SendMessageRequest  # noqa: Y015
+
+@_typing.final
+class ResumeTurnRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    AFTER_SEQ_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """from the turn's events"""
+    turn_id: _builtins.str
+    """from the turn's events"""
+    after_seq: _builtins.int
+    """the last seq received; 0: from turn_started"""
+    user_id: _builtins.str
+    """the thread's owner"""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        turn_id: _builtins.str = ...,
+        after_seq: _builtins.int = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_seq", b"after_seq", "thread_id", b"thread_id", "turn_id", b"turn_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResumeTurnRequest: _TypeAlias = ResumeTurnRequest  # noqa: Y015
 
 @_typing.final
 class Cancel(_message.Message):

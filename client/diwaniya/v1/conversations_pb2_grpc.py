@@ -69,6 +69,11 @@ class ConversationsStub:
                 request_serializer=diwaniya_dot_v1_dot_conversations__pb2.ReleaseHandoffRequest.SerializeToString,
                 response_deserializer=diwaniya_dot_v1_dot_conversations__pb2.Thread.FromString,
                 _registered_method=True)
+        self.ResumeTurn = channel.unary_stream(
+                '/diwaniya.v1.Conversations/ResumeTurn',
+                request_serializer=diwaniya_dot_v1_dot_conversations__pb2.ResumeTurnRequest.SerializeToString,
+                response_deserializer=diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.FromString,
+                _registered_method=True)
 
 
 class ConversationsServicer:
@@ -123,6 +128,17 @@ class ConversationsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResumeTurn(self, request, context):
+        """Rejoins a running or recently finished turn (SendMessage with resumable,
+        or any turn for a replay): its events after after_seq, same seq numbers,
+        then the live tail until turn_completed or error. Any replica answers:
+        the events are kept in the database for DIWANIYA_TURN_EVENTS_TTL_S.
+        NOT_FOUND for an unknown or expired turn, or another user's thread.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConversationsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -160,6 +176,11 @@ def add_ConversationsServicer_to_server(servicer, server):
                     servicer.ReleaseHandoff,
                     request_deserializer=diwaniya_dot_v1_dot_conversations__pb2.ReleaseHandoffRequest.FromString,
                     response_serializer=diwaniya_dot_v1_dot_conversations__pb2.Thread.SerializeToString,
+            ),
+            'ResumeTurn': grpc.unary_stream_rpc_method_handler(
+                    servicer.ResumeTurn,
+                    request_deserializer=diwaniya_dot_v1_dot_conversations__pb2.ResumeTurnRequest.FromString,
+                    response_serializer=diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -351,6 +372,33 @@ class Conversations:
             '/diwaniya.v1.Conversations/ReleaseHandoff',
             diwaniya_dot_v1_dot_conversations__pb2.ReleaseHandoffRequest.SerializeToString,
             diwaniya_dot_v1_dot_conversations__pb2.Thread.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeTurn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/diwaniya.v1.Conversations/ResumeTurn',
+            diwaniya_dot_v1_dot_conversations__pb2.ResumeTurnRequest.SerializeToString,
+            diwaniya_dot_v1_dot_conversations__pb2.TurnEvent.FromString,
             options,
             channel_credentials,
             insecure,
