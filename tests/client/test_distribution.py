@@ -9,6 +9,7 @@ by bench/client_import.py (printed here, never asserted).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from majlis.culture import FixedClock
 from service import Settings, build_app
 from tests.chaos._pg import DroppingProxy
 from tests.client._venv import ROOT, fresh_client_venv, import_seconds
+from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service.conftest import DEFAULT_TIME
 
 # Runs inside the fresh venv: one JSON line per check.
@@ -33,7 +35,7 @@ import asyncio, json, sys
 from diwaniya.client import AsyncClient, Client, RetryPolicy
 from diwaniya import errors
 
-target, dead, run, outage = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+target, dead, run, outage, cutting = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 user = f"dist-{run}"
 out = []
 
@@ -98,6 +100,18 @@ with Client(outage, timeout_s=30, retry=RetryPolicy(max_attempts=1)) as client:
     except Exception as exc:
         out.append({"check": "outage", "raised": True, **described(exc)})
 
+# A resumable turn through a proxy that cuts the first connection mid-turn:
+# the client rejoins the turn (ResumeTurn from its last seq) by itself.
+async def resumed():
+    async with AsyncClient(cutting, timeout_s=60) as client:
+        stream = client.send("اشرح لي سياسة الاسترجاع", user_id=user, resumable=True)
+        events = [e async for e in stream]
+        return {"check": "resumed", "resumes": stream.resumes, "seqs": [e.seq for e in events],
+                "kinds": [e.WhichOneof("event") for e in events],
+                "text": "".join(e.text_delta.text for e in events if e.HasField("text_delta"))}
+
+out.append(asyncio.run(resumed()))
+
 for line in out:
     print(json.dumps(line, ensure_ascii=False))
 '''
@@ -161,13 +175,65 @@ def test_import_time_is_printed(client_python: Path) -> None:
     assert seconds > 0
 
 
+class _CutAfter:
+    """TCP proxy that aborts its FIRST connection once ``limit`` bytes came back from
+    the server (a connection lost mid-turn); later connections pass untouched."""
+
+    def __init__(self, upstream_port: int, limit: int) -> None:
+        self._upstream, self._limit, self.cuts = upstream_port, limit, 0
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> _CutAfter:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        first, self._first_taken = not getattr(self, "_first_taken", False), True
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._upstream)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, down: bool
+                       ) -> None:
+            seen = 0
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                while data := await src.read(4096):
+                    dst.write(data)
+                    await dst.drain()
+                    seen += len(data)
+                    if down and first and seen >= self._limit:
+                        self.cuts += 1
+                        writer.transport.abort()
+                        up_writer.transport.abort()
+                        return
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer, down=False),
+                             pipe(up_reader, writer, down=True))
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
 async def test_streamed_turn_and_typed_errors_against_a_real_server(
-    client_python: Path, tmp_path: Path, pg_dsn: str,
+    client_python: Path, tmp_path: Path, pg_dsn: str, openai_server: ScriptedOpenAIServer,
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", listen="127.0.0.1:0", drain_grace_s=1.0)
     app = await build_app(settings, clock=FixedClock(DEFAULT_TIME))
     server = app.server()
     await server.start()
+    # A third server whose scripted model speaks slowly, so the cut lands mid-turn.
+    words = ["كلمة"] * 12
+    openai_server.push(ScriptedReply.text(" ".join(words), event_delay_s=0.2))
+    slow_app = await build_app(Settings(
+        data_dir=tmp_path / "slow", listen="127.0.0.1:0", drain_grace_s=1.0,
+        model_base_url=openai_server.base_url), clock=FixedClock(DEFAULT_TIME))
+    slow_server = slow_app.server()
+    await slow_server.start()
+    # Past the HTTP/2 preface, settings and the first events, well before the end.
+    cutting = await _CutAfter(slow_server.port, limit=400).start()
     # A second server on PostgreSQL through a proxy, then the proxy cut: its
     # reads answer UNAVAILABLE with RetryInfo (a real outage, not a stub).
     proxy = await DroppingProxy(int(urlsplit(pg_dsn).port or 5432)).start()
@@ -186,7 +252,8 @@ async def test_streamed_turn_and_typed_errors_against_a_real_server(
     try:
         proc = await asyncio.create_subprocess_exec(
             str(client_python), str(script), f"127.0.0.1:{server.port}", dead,
-            uuid.uuid4().hex[:10], f"127.0.0.1:{outage_server.port}", cwd="/",
+            uuid.uuid4().hex[:10], f"127.0.0.1:{outage_server.port}",
+            f"127.0.0.1:{cutting.port}", cwd="/",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), timeout=180)
     finally:
@@ -195,6 +262,9 @@ async def test_streamed_turn_and_typed_errors_against_a_real_server(
         await outage_server.drain(0, delay=0)
         await outage_app.close()
         await proxy.close()
+        await cutting.close()
+        await slow_server.drain(0, delay=0)
+        await slow_app.close()
     assert proc.returncode == 0, err.decode()
     results = [json.loads(line) for line in out.decode().splitlines()]
     by_check: dict[str, list[dict[str, Any]]] = {}
@@ -238,3 +308,9 @@ async def test_streamed_turn_and_typed_errors_against_a_real_server(
     assert (outage["type"], outage["code"]) == ("StoreUnavailable", "UNAVAILABLE"), outage
     assert outage["retry_after_s"] and outage["retry_after_s"] > 0  # RetryInfo, decoded
     assert outage["reason"] and outage["domain"] == "diwaniya.v1"
+
+    (resumed,) = by_check["resumed"]
+    assert cutting.cuts == 1 and resumed["resumes"] >= 1, resumed  # it was cut, and rejoined
+    assert resumed["seqs"] == list(range(1, len(resumed["seqs"]) + 1))  # no gap, no duplicate
+    assert resumed["kinds"][-1] == "turn_completed"
+    assert resumed["text"].split() == words
