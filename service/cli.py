@@ -19,10 +19,10 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diwaniya.errors import ConfigurationError, DiwaniyaError
+from service.cli_tls import tls_arguments
 
 if TYPE_CHECKING:
     from diwaniya.client import AsyncClient
@@ -33,21 +33,6 @@ def _positive(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of processes ≥ 1")
     return int(value)
-
-
-def _tls_arguments(p: argparse.ArgumentParser) -> None:
-    """TLS to the server: --tls-ca alone (or --tls with the system roots), mTLS with
-    --tls-cert and --tls-key as well; PEM file paths (defaults DIWANIYA_CLIENT_TLS_*_FILE)."""
-    env = os.environ.get
-    p.add_argument("--tls", action="store_true",
-                   help="use TLS with the system's CAs (implied by the options below)")
-    p.add_argument("--tls-ca", type=Path, default=env("DIWANIYA_CLIENT_TLS_CA_FILE"),
-                   help="CA certificate to trust (PEM)")
-    p.add_argument("--tls-cert", type=Path, default=env("DIWANIYA_CLIENT_TLS_CERT_FILE"),
-                   help="client certificate for mTLS (PEM; with --tls-key)")
-    p.add_argument("--tls-key", type=Path, default=env("DIWANIYA_CLIENT_TLS_KEY_FILE"),
-                   help="its private key (PEM; with --tls-cert)")
-    p.add_argument("--tls-server-name", help="the name to check in the server's certificate")
 
 
 def _client(args: argparse.Namespace) -> AsyncClient:
@@ -95,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--target", default="", help="HOST:PORT of the server")
     chat.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
     chat.add_argument("--json", action="store_true", help="print every event as one JSON line")
-    _tls_arguments(chat)
+    tls_arguments(chat)
 
     thread = sub.add_parser("thread", help="manage a thread on a running server")
     thsub = thread.add_subparsers(dest="thread_command", required=True)
@@ -104,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("--user", required=True, help="the thread's user id")
     release.add_argument("--target", default="", help="HOST:PORT of the server")
     release.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
-    _tls_arguments(release)
+    tls_arguments(release)
 
     from service import kb_cli  # its parser only: the kb commands import their own deps
 

@@ -25,7 +25,6 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
-import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from diwaniya.client import _options as opt
@@ -58,11 +57,9 @@ class DiwaniyaClient:
             tls_ca, tls_cert, tls_key = tls.ca_file, tls.cert_file, tls.key_file
             tls_server_name = tls_server_name or tls.server_name
         tls = bool(tls)
-        creds = opt.channel_credentials(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert,
-                                        tls_key=tls_key)
-        options = opt.channel_options(own_connection, tls_server_name)
-        self._channel = (grpc.aio.secure_channel(target, creds, options=options) if creds
-                         else grpc.aio.insecure_channel(target, options=options))
+        self._channel = opt.aio_channel(
+            target, tls=tls, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
+            tls_server_name=tls_server_name, own_connection=own_connection)
         self._stub = pb_grpc.ConversationsStub(self._channel)
         self._metadata = opt.auth_metadata(api_key)
         self._timeout = timeout_s

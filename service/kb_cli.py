@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diwaniya.errors import InvalidRequest, NotFound
+from service.cli_tls import tls_arguments
 
 if TYPE_CHECKING:
     from memory import kb
@@ -42,15 +43,7 @@ def add_parser(sub: Any) -> None:
                         help="skip the server: read and write the database the settings name "
                              "(DATABASE_URL or DIWANIYA_DATA_DIR); needs --tenant")
     common.add_argument("--tenant", default="", help="with --direct only: the tenant to manage")
-    env = os.environ.get
-    common.add_argument("--tls", action="store_true", help="TLS with the system's root CAs")
-    common.add_argument("--tls-ca", type=Path, default=env("DIWANIYA_CLIENT_TLS_CA_FILE"),
-                        help="CA certificate to trust (PEM)")
-    common.add_argument("--tls-cert", type=Path, default=env("DIWANIYA_CLIENT_TLS_CERT_FILE"),
-                        help="client certificate for mTLS (PEM; with --tls-key)")
-    common.add_argument("--tls-key", type=Path, default=env("DIWANIYA_CLIENT_TLS_KEY_FILE"),
-                        help="its private key (PEM; with --tls-cert)")
-    common.add_argument("--tls-server-name", help="the name to check in the server's certificate")
+    tls_arguments(common)
     p = sub.add_parser("kb", help="manage a tenant's knowledge base on a server")
     kbsub = p.add_subparsers(dest="kb_command", required=True)
     ingest = kbsub.add_parser("ingest", parents=[common],
@@ -113,12 +106,9 @@ async def _client(settings: Settings, args: argparse.Namespace) -> int:
     from diwaniya.client import _options as opt
 
     # The same channel as `diwaniya chat`: plaintext, TLS or mTLS by the flags.
-    creds = opt.channel_credentials(tls=bool(args.tls or args.tls_server_name),
-                                    tls_ca=args.tls_ca, tls_cert=args.tls_cert,
-                                    tls_key=args.tls_key)
-    options = opt.channel_options(False, args.tls_server_name)
-    channel = (grpc.aio.secure_channel(target, creds, options=options) if creds
-               else grpc.aio.insecure_channel(target, options=options))
+    channel = opt.aio_channel(target, tls=bool(args.tls or args.tls_server_name),
+                              tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                              tls_server_name=args.tls_server_name)
     async with channel:
         stub = kpb_grpc.KnowledgeStub(channel)
         try:

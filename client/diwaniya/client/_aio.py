@@ -150,11 +150,9 @@ class AsyncClient:
                  tls_key: opt.Pem | None = None, tls_server_name: str | None = None,
                  timeout_s: float | None = 120.0, retry: opt.RetryPolicy = opt.DEFAULT_RETRY,
                  own_connection: bool = False) -> None:
-        creds = opt.channel_credentials(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert,
-                                        tls_key=tls_key)
-        options = opt.channel_options(own_connection, tls_server_name)
-        self._channel = (grpc.aio.secure_channel(target, creds, options=options) if creds
-                         else grpc.aio.insecure_channel(target, options=options))
+        self._channel = opt.aio_channel(
+            target, tls=tls, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
+            tls_server_name=tls_server_name, own_connection=own_connection)
         self._stub = pb_grpc.ConversationsStub(self._channel)
         self._metadata = opt.auth_metadata(api_key)
         self._timeout = timeout_s

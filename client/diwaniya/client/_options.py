@@ -78,6 +78,28 @@ def channel_options(own_connection: bool, tls_server_name: str | None
     return options
 
 
+def aio_channel(target: str, *, tls: bool = False, tls_ca: Pem | None = None,
+                tls_cert: Pem | None = None, tls_key: Pem | None = None,
+                tls_server_name: str | None = None, own_connection: bool = False
+                ) -> grpc.aio.Channel:
+    """The asyncio channel every caller of the API opens: plaintext, TLS or mTLS."""
+    creds = channel_credentials(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
+    options = channel_options(own_connection, tls_server_name)
+    return (grpc.aio.secure_channel(target, creds, options=options) if creds
+            else grpc.aio.insecure_channel(target, options=options))
+
+
+def sync_channel(target: str, *, tls: bool = False, tls_ca: Pem | None = None,
+                 tls_cert: Pem | None = None, tls_key: Pem | None = None,
+                 tls_server_name: str | None = None, own_connection: bool = False
+                 ) -> grpc.Channel:
+    """The blocking twin of :func:`aio_channel`."""
+    creds = channel_credentials(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
+    options = channel_options(own_connection, tls_server_name)
+    return (grpc.secure_channel(target, creds, options=options) if creds
+            else grpc.insecure_channel(target, options=options))
+
+
 def auth_metadata(api_key: str | None) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {api_key}"),) if api_key else ()
 
