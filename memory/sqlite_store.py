@@ -29,7 +29,7 @@ import aiosqlite
 
 from diwaniya.errors import Unavailable
 from memory.expansion import BRIDGE_WEIGHT, OWN_REPEATS, Expander, WeightedTerms, weighted_terms
-from memory.ranking import SHORT_TERMS, PoolStats, idf, score_terms
+from memory.ranking import PoolStats, idf, score_terms
 from memory.records import (
     DocumentInfo,
     Kind,
@@ -39,6 +39,18 @@ from memory.records import (
     validated_chunks,
 )
 from memory.snippet import WordKeys, highlight_snippet
+from memory.sqlite_schema import (
+    POOL_BACKFILL as _POOL_BACKFILL,
+)
+from memory.sqlite_schema import (
+    POOL_MARK as _POOL_MARK,
+)
+from memory.sqlite_schema import (
+    POOL_SCHEMA as _POOL_SCHEMA,
+)
+from memory.sqlite_schema import (
+    SCHEMA as _SCHEMA,
+)
 from memory.sqlite_typo import (
     ADD_WORDS,
     KNOWN_WORDS,
@@ -54,91 +66,6 @@ from memory.typo import TYPO_WEIGHT, unknown_terms
 
 __all__ = ["SqliteMemoryStore"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS memory_records (
-    rowid      INTEGER PRIMARY KEY,
-    tenant     TEXT NOT NULL,
-    id         TEXT NOT NULL,
-    user_id    TEXT,
-    kind       TEXT NOT NULL,
-    text       TEXT NOT NULL,
-    title      TEXT NOT NULL DEFAULT '',
-    metadata   TEXT NOT NULL DEFAULT '{}',
-    thread_id  TEXT,
-    turn_id    TEXT,
-    doc_id     TEXT,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    keys       TEXT NOT NULL,
-    UNIQUE (tenant, id)
-);
-CREATE INDEX IF NOT EXISTS memory_records_user ON memory_records (tenant, user_id);
-CREATE INDEX IF NOT EXISTS memory_records_thread ON memory_records (tenant, thread_id);
-CREATE INDEX IF NOT EXISTS memory_records_doc ON memory_records (tenant, doc_id);
--- remove_diacritics 0: keys are already folded by the key function, and
--- unicode61 must not fold them a second, different way.
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-    keys, content='memory_records', content_rowid='rowid',
-    tokenize='unicode61 remove_diacritics 0'
-);
-CREATE TRIGGER IF NOT EXISTS memory_records_ai AFTER INSERT ON memory_records BEGIN
-    INSERT INTO memory_fts (rowid, keys) VALUES (new.rowid, new.keys);
-END;
-CREATE TRIGGER IF NOT EXISTS memory_records_ad AFTER DELETE ON memory_records BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, keys) VALUES ('delete', old.rowid, old.keys);
-END;
-CREATE TRIGGER IF NOT EXISTS memory_records_au AFTER UPDATE OF keys ON memory_records BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, keys) VALUES ('delete', old.rowid, old.keys);
-    INSERT INTO memory_fts (rowid, keys) VALUES (new.rowid, new.keys);
-END;
-"""
-
-# Length pools (memory.ranking), kept by triggers so every writer, old or
-# new code path, counts the same way.  A row's length is its number of keys
-# (word runs joined by single spaces).  Created and backfilled in one
-# IMMEDIATE transaction (see setup), so a file from before pools gets exact
-# counts even while another process writes.
-_DOC_LEN = (
-    "(CASE WHEN {r}.keys = '' THEN 0"
-    " ELSE length({r}.keys) - length(replace({r}.keys, ' ', '')) + 1 END)"
-)
-_POOL = f"({_DOC_LEN} >= {int(SHORT_TERMS)})"
-_NEW_LEN, _OLD_LEN = _DOC_LEN.format(r="new"), _DOC_LEN.format(r="old")
-_NEW_POOL, _OLD_POOL = _POOL.format(r="new"), _POOL.format(r="old")
-_POOL_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS memory_pools (
-    tenant    TEXT NOT NULL,
-    pool      INTEGER NOT NULL,
-    n_docs    INTEGER NOT NULL,
-    total_len INTEGER NOT NULL,
-    PRIMARY KEY (tenant, pool)
-);
-CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY);
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_vocab USING fts5vocab(memory_fts, 'row');
-CREATE TRIGGER IF NOT EXISTS memory_pools_ai AFTER INSERT ON memory_records BEGIN
-    INSERT INTO memory_pools VALUES (new.tenant, {_NEW_POOL}, 1, {_NEW_LEN})
-    ON CONFLICT (tenant, pool) DO UPDATE SET
-        n_docs = n_docs + 1, total_len = total_len + excluded.total_len;
-END;
-CREATE TRIGGER IF NOT EXISTS memory_pools_ad AFTER DELETE ON memory_records BEGIN
-    UPDATE memory_pools SET n_docs = n_docs - 1, total_len = total_len - {_OLD_LEN}
-    WHERE tenant = old.tenant AND pool = {_OLD_POOL};
-END;
-CREATE TRIGGER IF NOT EXISTS memory_pools_au AFTER UPDATE OF keys ON memory_records BEGIN
-    UPDATE memory_pools SET n_docs = n_docs - 1, total_len = total_len - {_OLD_LEN}
-    WHERE tenant = old.tenant AND pool = {_OLD_POOL};
-    INSERT INTO memory_pools VALUES (new.tenant, {_NEW_POOL}, 1, {_NEW_LEN})
-    ON CONFLICT (tenant, pool) DO UPDATE SET
-        n_docs = n_docs + 1, total_len = total_len + excluded.total_len;
-END;
-"""
-_POOL_BACKFILL = f"""
-DELETE FROM memory_pools;
-INSERT INTO memory_pools
-SELECT r.tenant, {_POOL.format(r="r")}, count(*), sum({_DOC_LEN.format(r="r")})
-FROM memory_records AS r GROUP BY 1, 2;
-"""
-_POOL_MARK = "pools_v1"
 # Rows rescored with pools per search (see the module docstring).
 RERANK_CANDIDATES = 150
 

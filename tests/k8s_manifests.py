@@ -9,6 +9,7 @@ Under CI=true a missing tool or schema fails instead of skipping.
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import os
@@ -16,12 +17,15 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import jsonschema
 import pytest
 import yaml
+
+from tests.chaos.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S = ROOT / "k8s"
@@ -146,3 +150,30 @@ def validate(doc: dict[str, Any]) -> None:
         jsonschema.Draft7Validator(crd).validate(doc)
     else:
         kubernetes_validate().validate(doc, K8S_VERSION, strict=True)
+
+
+def pod_env(overlay: str, keys_dir: Path, pg_dsn: str) -> dict[str, str]:
+    """The server container's environment as the kubelet would build it, with
+    the mounts and the database replaced by local ones (the keys: dev's)."""
+    env = dict(config(overlay))
+    container = server(overlay)["containers"][0]
+    for item in container.get("env", []):
+        if "value" in item:
+            env[item["name"]] = item["value"]
+    (secret,) = docs("dev", "Secret")
+    keys_file = keys_dir / PurePosixPath(env["DIWANIYA_API_KEYS_FILE"]).name
+    keys_file.write_bytes(base64.b64decode(secret["data"]["api-keys.json"]))
+    # No collector here, and no traffic to cluster names from a test machine.
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT")
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none",
+               OTEL_LOGS_EXPORTER="none")
+    env.update(DIWANIYA_API_KEYS_FILE=str(keys_file), DIWANIYA_DATA_DIR=str(keys_dir),
+               DIWANIYA_METRICS_LISTEN=f"127.0.0.1:{free_port()}", DATABASE_URL=pg_dsn)
+    if {e["name"] for e in container["env"]} >= {"PGUSER", "PGPASSWORD"}:
+        # prod: the URL names only host and database; both drivers must take
+        # the user and password from PGUSER/PGPASSWORD (CloudNativePG's Secret).
+        url = urlsplit(pg_dsn)
+        assert url.username and not url.password
+        env["DATABASE_URL"] = urlunsplit(url._replace(netloc=url.netloc.split("@", 1)[1]))
+        env.update(PGUSER=url.username, PGPASSWORD="unused-with-trust-auth")
+    return env

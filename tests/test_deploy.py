@@ -12,7 +12,6 @@ missing tool fails.
 
 from __future__ import annotations
 
-import base64
 import copy
 import os
 import re
@@ -22,7 +21,6 @@ import sys
 import uuid
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import jsonschema
@@ -33,7 +31,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from service.server import SERVICE_NAME
 from service.settings import Settings
 from tests import k8s_manifests as km
-from tests.chaos.conftest import ServeProcess, free_port
+from tests.chaos.conftest import ServeProcess
 from tests.k8s_manifests import K8S, OVERLAYS, ROOT
 
 # Settings that other lanes of issue #13 add now (names agreed in advance);
@@ -421,33 +419,6 @@ def test_operations_doc_covers_metrics_probes_and_the_formula() -> None:
 
 # --- the pod's own configuration, run for real --------------------------------
 
-def _pod_env(overlay: str, keys_dir: Path, pg_dsn: str) -> dict[str, str]:
-    """The server container's environment as the kubelet would build it, with
-    the mounts and the database replaced by local ones (the keys: dev's)."""
-    env = dict(km.config(overlay))
-    container = km.server(overlay)["containers"][0]
-    for item in container.get("env", []):
-        if "value" in item:
-            env[item["name"]] = item["value"]
-    (secret,) = km.docs("dev", "Secret")
-    keys_file = keys_dir / PurePosixPath(env["DIWANIYA_API_KEYS_FILE"]).name
-    keys_file.write_bytes(base64.b64decode(secret["data"]["api-keys.json"]))
-    # No collector here, and no traffic to cluster names from a test machine.
-    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT")
-    env.update(OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none",
-               OTEL_LOGS_EXPORTER="none")
-    env.update(DIWANIYA_API_KEYS_FILE=str(keys_file), DIWANIYA_DATA_DIR=str(keys_dir),
-               DIWANIYA_METRICS_LISTEN=f"127.0.0.1:{free_port()}", DATABASE_URL=pg_dsn)
-    if {e["name"] for e in container["env"]} >= {"PGUSER", "PGPASSWORD"}:
-        # prod: the URL names only host and database; both drivers must take
-        # the user and password from PGUSER/PGPASSWORD (CloudNativePG's Secret).
-        url = urlsplit(pg_dsn)
-        assert url.username and not url.password
-        env["DATABASE_URL"] = urlunsplit(url._replace(netloc=url.netloc.split("@", 1)[1]))
-        env.update(PGUSER=url.username, PGPASSWORD="unused-with-trust-auth")
-    return env
-
-
 def _health(channel: grpc.Channel, service: str) -> int:
     stub = health_pb2_grpc.HealthStub(channel)
     return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
@@ -469,7 +440,7 @@ def test_pod_config_migrates_then_serves_its_probes(overlay: str, pg_dsn: str,
     """The Job's command, then the server's, with the overlay's ConfigMap and env:
     migrate exits 0, liveness ("") and readiness (the API) report SERVING, and
     SIGTERM turns readiness NOT_SERVING while liveness holds, then exits 0."""
-    env = _pod_env(overlay, tmp_path, pg_dsn)
+    env = km.pod_env(overlay, tmp_path, pg_dsn)
     job = km.one(overlay, "Job", "diwaniya-migrate")["spec"]["template"]["spec"]["containers"][0]
     job_env = {**env, **{e["name"]: e["value"] for e in job["env"] if "value" in e}}
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "DIWANIYA_"))}
