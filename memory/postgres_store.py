@@ -27,6 +27,7 @@ from typing import Any
 import asyncpg
 
 from diwaniya.errors import ConfigurationError, ResourceExhausted, StoreUnavailable, Unavailable
+from memory.arabizi_stage import all_keys, arabizi_readings, choose_readings
 from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
 from memory.pg_schema import (
     ADD_POOL_COLUMNS,
@@ -53,7 +54,7 @@ from memory.records import (
     validated_chunks,
 )
 from memory.snippet import WordKeys, highlight_snippet
-from memory.terms import MAX_K, KeyFunction
+from memory.terms import MAX_K, MAX_QUERY_CHARS, KeyFunction
 from memory.text_keys import record_terms
 from memory.typo import (
     CANDIDATES_PER_TERM,
@@ -64,6 +65,12 @@ from memory.typo import (
 )
 
 __all__ = ["PostgresMemoryStore"]
+
+# Keys of a list this tenant's rows hold (memory_terms keeps df per key; a key
+# whose last row went is 0 or gone).
+_HELD_TERMS = (
+    "SELECT lexeme FROM memory_terms WHERE tenant = $1 AND lexeme = ANY($2::text[]) AND df > 0"
+)
 
 # Most candidate rows scored per search; see SEARCH for how they are chosen.
 CANDIDATE_BUDGET = 250
@@ -316,9 +323,18 @@ class PostgresMemoryStore:
                 if self._typo else []
             if unknown:
                 fixes = await self._corrections(conn, tenant, unknown, set(terms))
-                if fixes:
-                    args[13] = " ".join(fixes)
-                    rows = await conn.fetch(SEARCH, *args)
+            # Arabizi stage (memory.arabizi_stage), with the bridge: readings of
+            # the query's Latin words that this tenant's vocabulary holds.
+            readings = arabizi_readings(query[:MAX_QUERY_CHARS], self._keys) \
+                if self._expand is not None else []
+            if readings:
+                held = await conn.fetch(_HELD_TERMS, tenant, all_keys(readings))
+                have = set(terms) | set(fixes)
+                fixes += [t for t in choose_readings(readings, {str(r[0]) for r in held})
+                          if t not in have]
+            if fixes:
+                args[13] = " ".join(fixes)
+                rows = await conn.fetch(SEARCH, *args)
         if not rows:
             return []
         wanted = set(terms) | set(rows[0][13]) | set(fixes)

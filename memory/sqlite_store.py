@@ -28,6 +28,7 @@ from typing import Any
 import aiosqlite
 
 from diwaniya.errors import Unavailable
+from memory.arabizi_stage import all_keys, arabizi_readings, choose_readings
 from memory.expansion import BRIDGE_WEIGHT, OWN_REPEATS, Expander, WeightedTerms, weighted_terms
 from memory.ranking import PoolStats, idf, score_terms
 from memory.records import (
@@ -60,7 +61,7 @@ from memory.sqlite_typo import (
     document_frequencies,
     words,
 )
-from memory.terms import MAX_K, KeyFunction
+from memory.terms import MAX_K, MAX_QUERY_CHARS, KeyFunction
 from memory.text_keys import record_terms
 from memory.typo import TYPO_WEIGHT, unknown_terms
 
@@ -287,6 +288,10 @@ class SqliteMemoryStore:
         k = min(k, MAX_K)
         if not weighted.all or k <= 0:
             return []
+        # Arabizi stage (memory.arabizi_stage), with the bridge: readings of the
+        # query's Latin words, kept only where this tenant's vocabulary has them.
+        readings = arabizi_readings(query[:MAX_QUERY_CHARS], self._keys) \
+            if self._expand is not None else []
         async with self._locked() as db:
             fixes: list[str] = []
             if self._typo:
@@ -296,6 +301,9 @@ class SqliteMemoryStore:
                 unknown = unknown_terms(weighted.own, known)
                 if unknown:
                     fixes = await corrections(db, tenant, unknown, set(weighted.all))
+            if readings:
+                fixes += await self._arabizi_keys(db, tenant, readings,
+                                                  set(weighted.all) | set(fixes))
             rows = await self._ranked(db, tenant, weighted, fixes, user_id, kinds, k)
         wanted = set(weighted.all) | set(fixes)
         return [
@@ -306,6 +314,16 @@ class SqliteMemoryStore:
             )
             for score, row in rows
         ]
+
+    async def _arabizi_keys(self, db: aiosqlite.Connection, tenant: str,
+                            readings: list[tuple[str, list[tuple[str, str]]]],
+                            have: set[str]) -> list[str]:
+        """The readings' keys this tenant's rows hold (memory.arabizi_stage), new to ``have``."""
+        async with db.execute(KNOWN_WORDS, (tenant, _json(all_keys(readings)))) as cur:
+            listed = [str(r[0]) for r in await cur.fetchall()]
+        # FTS5's document frequencies: a key no row holds any more is never chosen.
+        held = await document_frequencies(db, listed)
+        return [t for t in choose_readings(readings, held) if t not in have]
 
     async def _ranked(
         self, db: aiosqlite.Connection, tenant: str, weighted: WeightedTerms, fixes: list[str],
