@@ -19,7 +19,7 @@ touched.  Chosen keys join the search like typo corrections, weighted
     >>> from nlp import key_function
     >>> readings = arabizi_readings("el noqat tintehi ba3d kam?", key_function("builtin"))
     >>> [w for w, _ in readings]
-    ['noqat', 'tintehi', 'kam']
+    ['noqat', 'tintehi']
     >>> choose_readings(readings, {"نقاط", "تنتهي", "نقط"})
     ['نقط', 'نقاط', 'تنتهي']
 """
@@ -31,6 +31,7 @@ from collections.abc import Collection
 
 from memory.terms import KeyFunction
 from nlp.arabizi import ARABIZI_WORDS, ENGLISH_WORDS, arabizi_word_score
+from nlp.bridge import lexicon_latin_word
 from nlp.arabizi_spell import MAX_SPELLINGS, spellings, split_article
 
 __all__ = ["MAX_READINGS_PER_WORD", "all_keys", "arabizi_readings", "choose_readings"]
@@ -74,8 +75,8 @@ def arabizi_readings(query: str, keys: KeyFunction) -> list[tuple[str, list[tupl
         bare = split_article(word.replace("’", "'"))
         letters = sum(ch.isalpha() for ch in bare)
         if (bare in seen or bare in ARABIZI_WORDS or bare in ENGLISH_WORDS
-                or letters < _MIN_LETTERS or bare.isdigit()):
-            continue
+                or letters < _MIN_LETTERS or bare.isdigit() or lexicon_latin_word(word)):
+            continue  # the bridge's lexicon reads «taba3i», «emta»; no guess wanted
         seen.add(bare)
         readings = spellings(bare, _SHORT_READINGS if letters <= _MIN_LETTERS else MAX_SPELLINGS)
         keyed: list[tuple[str, str]] = []

@@ -319,14 +319,16 @@ class PostgresMemoryStore:
             rows = await conn.fetch(SEARCH, *args)
             # Second stage (memory.typo) only when own keys are unknown to the
             # tenant; row 0 carries the known lexemes (none without rows).
-            unknown = unknown_terms(weighted.own, rows[0][13] if rows else ()) \
-                if self._typo else []
-            if unknown:
-                fixes = await self._corrections(conn, tenant, unknown, set(terms))
             # Arabizi stage (memory.arabizi_stage), with the bridge: readings of
-            # the query's Latin words that this tenant's vocabulary holds.
+            # the query's Latin words that this tenant's vocabulary holds.  They
+            # replace the typo stage: an Arabizi query's own keys are
+            # transliteration guesses, a trigram neighbour of a guess is not wanted.
             readings = arabizi_readings(query[:MAX_QUERY_CHARS], self._keys) \
                 if self._expand is not None else []
+            unknown = unknown_terms(weighted.own, rows[0][13] if rows else ()) \
+                if self._typo and not readings else []
+            if unknown:
+                fixes = await self._corrections(conn, tenant, unknown, set(terms))
             if readings:
                 held = await conn.fetch(_HELD_TERMS, tenant, all_keys(readings))
                 have = set(terms) | set(fixes)

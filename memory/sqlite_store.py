@@ -294,8 +294,10 @@ class SqliteMemoryStore:
             if self._expand is not None else []
         async with self._locked() as db:
             fixes: list[str] = []
-            if self._typo:
-                # Second stage (memory.typo) only for own keys the tenant lacks.
+            if self._typo and not readings:
+                # Second stage (memory.typo) only for own keys the tenant lacks.  An
+                # Arabizi query's own keys are transliteration guesses: its readings
+                # (below) replace them, a trigram neighbour of a guess would not.
                 async with db.execute(KNOWN_WORDS, (tenant, _json(weighted.own))) as cur:
                     known = {str(r[0]) for r in await cur.fetchall()}
                 unknown = unknown_terms(weighted.own, known)

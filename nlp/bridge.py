@@ -11,8 +11,8 @@ index never changes.
     ['معطل', 'تالف', 'عطل', 'يشمل', 'ضمان']
     >>> dialect_to_msa("بكام التوصيل لجدة؟ ابي ادفع كاش")
     ['كم', 'سعر', 'توصيل', 'أريد', 'نقدا', 'نقدي', 'الدفع', 'عند', 'الاستلام']
-    >>> dialect_to_msa("3ayez a3raf el as3ar")
-    ['أريد', 'سعر', 'أسعار', 'اعرف', 'ال']
+    >>> dialect_to_msa("3ayez a3raf el as3ar")[:5]
+    ['أريد', 'سعر', 'أسعار', 'اعرف', 'اعراف']
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from nlp.arabizi import arabizi_to_arabic, looks_arabizi
+from nlp.arabizi import arabizi_to_arabic, arabizi_word_score, looks_arabizi
+from nlp.arabizi_spell import spellings, split_article
 from nlp.clitics import strip_proclitics
 from nlp.normalize import clean, fold
 
-__all__ = ["Bridge", "dialect_to_msa", "has_dialect_words", "load_bridge"]
+__all__ = ["Bridge", "dialect_to_msa", "has_dialect_words", "lexicon_latin_word", "load_bridge"]
 
 # Arabic words (after fold) and Latin/Arabizi words (digits 2/3/5/7/8/9 are letters there).
 _ARABIC_WORD = re.compile("[\u0621-\u064a]+")
@@ -60,6 +61,10 @@ _VERB_SUFFIXES = ("تولي", "ولي", "يلي", "تونا", "ناها", "وه�
                   "تو", "تي", "تم", "نا", "ها", "هم", "كم", "ني", "لي", "لك", "ات", "و", "ي",
                   "ت", "ه", "ك")
 _MIN_VERB_STEM = 3
+# Readings of an Arabizi word tried against the lexicon, and given as the
+# word's Arabic forms when none is an entry (nlp.arabizi_spell orders them).
+_ARABIZI_LOOKUPS = 12
+_ARABIZI_READINGS = 6
 
 
 def _weak_final(stem: str) -> str:
@@ -208,17 +213,61 @@ class Bridge:
         # («3ayez» → عايز → أريد), and is itself what an Arabic text would say
         # («yom» → يوم).  A word with a digit-letter (3, 7, 2…) is Arabizi; so is
         # a word alone (no context to tell), at worst one useless extra term.
-        arabizi = len(latin_words) == 1 or (bool(latin_words) and looks_arabizi(latin_words))
+        # A message mostly in Latin letters with no English majority is read as
+        # Arabizi too («kam marra agdar asawi motalaba» has no digit and no
+        # lexicon word): its Arabic readings only count where a document or a
+        # sentence holds them.
+        arabizi = len(latin_words) == 1 or (bool(latin_words) and (
+            looks_arabizi(latin_words)
+            or (len(tokens) < len(latin_words)
+                and sum(arabizi_word_score(w) for w in latin_words) >= 0)))
         for word in latin_words:
             if self._lookup([{word}], enclitics=False) is not None:
                 continue
             if not (arabizi or _ARABIZI_DIGIT.search(word)):
                 continue
-            spelled = fold(clean(arabizi_to_arabic(word)))
-            if not _ARABIC_WORD.fullmatch(spelled):
-                continue
-            hit = self._lookup([_arabic_forms(spelled)], enclitics=True)
-            yield hit if hit is not None else (spelled,)
+            yield from self._arabizi_word(word)
+
+    def knows_latin(self, word: str) -> bool:
+        """Is the Latin word a lexicon entry, or does one of its readings meet one?
+
+        >>> b = load_bridge()
+        >>> b.knows_latin("emta"), b.knows_latin("twaslon"), b.knows_latin("noqat")
+        (True, True, False)
+        """
+        low = word.lower()
+        if self._lookup([{low}], enclitics=False) is not None:
+            return True
+        return self._arabizi_hit(low) is not None
+
+    def _arabizi_readings(self, word: str) -> list[str]:
+        spelled = fold(clean(arabizi_to_arabic(word)))
+        readings = [spelled] if _ARABIC_WORD.fullmatch(spelled) else []
+        if sum(ch.isalpha() for ch in word) > 2:  # «el», «fi», «3a»: the one reading
+            readings += [r for r in (fold(x) for x in spellings(split_article(word)))
+                         if r != spelled and _ARABIC_WORD.fullmatch(r)]
+        return readings
+
+    def _arabizi_hit(self, word: str) -> tuple[str, ...] | None:
+        for reading in self._arabizi_readings(word)[:_ARABIZI_LOOKUPS]:
+            hit = self._lookup([_arabic_forms(reading)], enclitics=True)
+            if hit is None and (stem := self._verb(reading)) is not None:
+                hit = self.verbs[stem]
+            if hit is not None:
+                return hit
+        return None
+
+    def _arabizi_word(self, word: str) -> Iterator[tuple[str, ...]]:
+        """An Arabizi word the Latin entries lack, in Arabic letters.
+
+        Its cheapest readings (``nlp.arabizi_spell``) meet the Arabic entries
+        and verbs first: «twaslon» → توصلون → ~وصل, though the single
+        transliteration is «توسلون».  Failing that, the word's first
+        ``_ARABIZI_READINGS`` readings are the words a document could hold
+        («noqat» → نقت، نقط، نقاط …): a sentence or record holding none of them
+        is not matched by any."""
+        hit = self._arabizi_hit(word)
+        yield hit if hit is not None else tuple(self._arabizi_readings(word)[:_ARABIZI_READINGS])
 
     def _scan(self, words: list[set[str]], *, enclitics: bool) -> Iterator[tuple[str, ...]]:
         for start in range(len(words)):
@@ -332,3 +381,12 @@ def has_dialect_words(text: str) -> bool:
     (True, False)
     """
     return load_bridge().has_dialect_words(text)
+
+
+def lexicon_latin_word(word: str) -> bool:
+    """Does the lexicon cover this Latin/Arabizi word (so a vocabulary guess is not needed)?
+
+    >>> lexicon_latin_word("taba3i"), lexicon_latin_word("tintehi")
+    (True, False)
+    """
+    return load_bridge().knows_latin(word)
