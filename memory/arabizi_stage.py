@@ -31,8 +31,8 @@ from collections.abc import Collection
 
 from memory.terms import KeyFunction
 from nlp.arabizi import ARABIZI_WORDS, ENGLISH_WORDS, arabizi_word_score
-from nlp.bridge import lexicon_latin_word
 from nlp.arabizi_spell import MAX_SPELLINGS, spellings, split_article
+from nlp.bridge import lexicon_latin_word
 
 __all__ = ["MAX_READINGS_PER_WORD", "all_keys", "arabizi_readings", "choose_readings"]
 

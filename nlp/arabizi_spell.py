@@ -21,7 +21,7 @@ import heapq
 import re
 from functools import lru_cache
 
-__all__ = ["MAX_SPELLINGS", "split_article", "spellings"]
+__all__ = ["MAX_SPELLINGS", "spellings", "split_article"]
 
 # Readings kept per word.  A 6-letter word has at most a few hundred readings;
 # the best 96 by score hold the right one on every Arabizi row of the four

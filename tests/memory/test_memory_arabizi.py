@@ -70,7 +70,7 @@ async def test_arabizi_content_words_find_the_document(
     stores: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
     question: str, doc: str,
 ) -> None:
-    on, off = stores
+    on, _off = stores
     tenant = tenants("arabizi")
     await _ingest(on, tenant)
     hits = await on.search(tenant, question, kinds=[Kind.DOCUMENT], k=3)
