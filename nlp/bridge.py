@@ -38,6 +38,7 @@ _ARABIZI_DIGIT = re.compile(r"[a-z][235789]|[235789][a-z]")
 # Gulf گ (U+06AF, the g of «اگدر» = أقدر, from ق), چ (U+0686, «چم» = كم), Maghrebi
 # ڤ (U+06A4) and پ (U+067E).  Mapped to the letter they stand for before matching,
 # so «اگدر» is one word, not «ا» + «در».
+_BORROWED_WORD = re.compile("[\u0621-\u064a\u067e\u0686\u06a4\u06af]+")
 _BORROWED = str.maketrans({"\u06af": "ق", "\u0686": "ك", "\u06a4": "ف", "\u067e": "ب"})
 # Enclitic pronouns a dialect word often carries (دوامكم، فلوسي، شلونك، حسابه،
 # يوصلني) and the feminine plural a lexicon noun takes (كوبونات، جوالات).
@@ -194,6 +195,10 @@ class Bridge:
     def _matches(self, text: str) -> Iterator[tuple[str, ...]]:
         folded = fold(clean(text)).translate(_BORROWED)
         tokens = _ARABIC_WORD.findall(folded)
+        # Words written with گ/چ/ڤ/پ: the index keys (nlp.keys) keep those letters,
+        # so the word's ق/ك/ف/ب spelling is what meets an MSA document.
+        borrowed = {w.translate(_BORROWED) for w in _BORROWED_WORD.findall(fold(clean(text)))
+                    if w != w.translate(_BORROWED)}
         arabic = [_arabic_forms(w) for w in tokens]
         yield from self._scan(arabic, enclitics=True)
         for token, forms in zip(tokens, arabic, strict=True):
@@ -206,6 +211,8 @@ class Bridge:
             bare = _VERB_PREFIX.sub("", token)
             if bare != token:
                 yield (bare,)  # «كتقبلو» → «تقبلو»: without its prefix, the MSA verb
+            elif token in borrowed:
+                yield (token,)  # «وگت» → «وقت», «الگيمة» → «القيمة»: the MSA spelling
         latin_words = _LATIN_WORD.findall(text.lower())
         latin = [{w} for w in latin_words]
         yield from self._scan(latin, enclitics=False)
