@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from functools import lru_cache
 
 from memory.terms import KeyFunction
 from nlp.arabizi import ARABIZI_WORDS, ENGLISH_WORDS, arabizi_word_score
@@ -78,17 +79,23 @@ def arabizi_readings(query: str, keys: KeyFunction) -> list[tuple[str, list[tupl
                 or letters < _MIN_LETTERS or bare.isdigit() or lexicon_latin_word(word)):
             continue  # the bridge's lexicon reads «taba3i», «emta»; no guess wanted
         seen.add(bare)
-        readings = spellings(bare, _SHORT_READINGS if letters <= _MIN_LETTERS else MAX_SPELLINGS)
-        keyed: list[tuple[str, str]] = []
-        for i, reading in enumerate(readings):
-            k = keys(reading)
-            if k:
-                keyed.append((k[-1], k[0]))
-            elif i == 0:
-                break  # its usual reading is a stopword («kam» → كم): a function word
+        keyed = _keyed(bare, keys, _SHORT_READINGS if letters <= _MIN_LETTERS else MAX_SPELLINGS)
         if keyed:
-            out.append((word, keyed))
+            out.append((word, list(keyed)))
     return out
+
+
+@lru_cache(maxsize=20_000)
+def _keyed(word: str, keys: KeyFunction, limit: int) -> tuple[tuple[str, str], ...]:
+    """(surface key, stem key) of each reading; cached per key function (a store keeps one)."""
+    keyed: list[tuple[str, str]] = []
+    for i, reading in enumerate(spellings(word, limit)):
+        k = keys(reading)
+        if k:
+            keyed.append((k[-1], k[0]))
+        elif i == 0:
+            break  # its usual reading is a stopword («kam» → كم): a function word
+    return tuple(keyed)
 
 
 def choose_readings(readings: list[tuple[str, list[tuple[str, str]]]],
