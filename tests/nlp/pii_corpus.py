@@ -203,6 +203,15 @@ def _ids(rng: random.Random, n: int) -> list[Case]:
         eg = century + ymd + gov + _digits(rng, 5)
         out.append(_case(rng, "national_id", "eg_national_id", "EG", True, _script(rng, eg), "id",
                          "generated, date and governorate"))
+        # Qatari, Bahraini, Omani IDs: no check digit, so valid after an ID word only.
+        for detail, country, value in (
+                ("qa_id", "QA", century + ymd[:2] + "634" + _digits(rng, 5)),
+                ("bh_cpr", "BH", ymd[:4] + _digits(rng, 5)),
+                ("om_civil_id", "OM", rng.choice("123456789") + _digits(rng, 7))):
+            out.append(_case(rng, "national_id", detail, country, True, _script(rng, value),
+                             "id", "generated, after an ID word"))
+            out.append(_case(rng, "national_id", detail, country, False, _script(rng, value),
+                             "order", "the same number after an order word"))
         out.append(_case(rng, "national_id", "eg_national_id", "EG", False,
                          _script(rng, "2" + ymd[:2] + "13" + ymd[4:] + gov + _digits(rng, 5)),
                          "order", "month 13"))
