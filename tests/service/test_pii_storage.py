@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import psycopg
 import pytest
 
@@ -96,7 +97,8 @@ def _value_leaks(value: Any, forms: list[str]) -> list[str]:
                   else json.dumps(value, ensure_ascii=False, default=str), forms)
 
 
-def _scan_sqlite(data_dir: Path, forms: list[str] | None = None) -> list[str]:
+def _scan_sqlite(data_dir: Path, forms: list[str] | None = None,
+                 rows: dict[str, int] | None = None) -> list[str]:
     """Byte scan of every file the SQLite stores wrote (databases, WAL, journals, freed
     pages), and every row of every table read back (a value may straddle two pages)."""
     forms = forms or _forms()
@@ -112,12 +114,15 @@ def _scan_sqlite(data_dir: Path, forms: list[str] | None = None) -> list[str]:
             assert tables, path
             for table in tables:
                 for row in conn.execute(f'SELECT * FROM "{table}"'):
+                    if rows is not None:
+                        rows[table] = rows.get(table, 0) + 1
                     for value in row:
                         found.update(_value_leaks(value, forms))
     return sorted(found)
 
 
-def _scan_postgres(dsn: str, forms: list[str] | None = None) -> list[str]:
+def _scan_postgres(dsn: str, forms: list[str] | None = None,
+                   rows: dict[str, int] | None = None) -> list[str]:
     """Every row of every table, bytea and jsonb included."""
     forms = forms or _forms()
     found: set[str] = set()
@@ -129,6 +134,8 @@ def _scan_postgres(dsn: str, forms: list[str] | None = None) -> list[str]:
         assert tables
         for table in tables:
             for row in conn.execute(f"SELECT * FROM {table}"):
+                if rows is not None:
+                    rows[table.rsplit(".", 1)[-1]] = rows.get(table.rsplit(".", 1)[-1], 0) + 1
                 for value in row:
                     found.update(_value_leaks(value, forms))
     return sorted(found)
@@ -242,6 +249,7 @@ VALID = [c for c in pii_corpus.load() if c.mask and not c.note.startswith("KNOWN
 _TO_ASCII = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "01234567890123456789")
 ROWS_PER_THREAD = 8  # a thread per few rows: histories stay short, the model sees several
 MODEL_REPLY = "تمام، وصلتني المعلومة وبتابع لك الموضوع"
+FAILURES = 4  # more than the model client's retries: the turn fails
 
 
 def _row_forms(case: pii_corpus.Case) -> list[str]:
@@ -263,6 +271,9 @@ class CorpusRun:
     model: list[str] = field(default_factory=list)  # every request the fake model received
     logs: list[str] = field(default_factory=list)
     store: list[str] = field(default_factory=list)  # forms found in the database
+    rows: dict[str, int] = field(default_factory=dict)  # table → rows scanned
+    failed: str = ""  # the status of the turn whose model failed
+    held: bool = False  # a turn waits for approval (its interrupt is checkpointed)
 
 
 class _Records(logging.Handler):
@@ -272,6 +283,37 @@ class _Records(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(self.format(record))
+
+
+async def _failing_turn(client: DiwaniyaClient, run: CorpusRun) -> None:
+    """A turn whose model fails after its retries: its request record and events are
+    stored too, and must hold no raw value either."""
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await collect(client.send(VALID[0].text, user_id="corpus-failing",
+                                  request_id=f"failing-{uuid.uuid4().hex}"))
+    run.failed = err.value.code().name
+
+
+def _approval_tool(folder: Path) -> Path:
+    """A tool that waits for approval: a held turn's interrupt (its arguments, the text)
+    is checkpointed — scanned too. Never approved, so never called."""
+    path = folder / "tools.json"
+    path.write_text(json.dumps([{
+        "name": "cancel_order", "description_ar": "إلغاء طلب",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                       "required": ["order_id"]},
+        "url": "http://127.0.0.1:9/cancel", "requires_approval": True,
+        "examples": ["الغي طلبي", "ابي الغي الطلب"],
+        "parameter_patterns": {"order_id": r"\d{4,}"}}], ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+async def _held_turn(client: DiwaniyaClient, run: CorpusRun) -> None:
+    phone = next(c.raw for c in VALID if c.detail == "sa_ae_phone")
+    events = await collect(client.send(f"ابي الغي طلبي رقم 4411 وجوالي {phone}",
+                                       user_id="corpus-held"))
+    assert any(e.HasField("approval_required") for e in events), events
+    run.held = True
 
 
 async def _send_corpus(settings: Settings, run: CorpusRun, *, tag: str) -> None:
@@ -297,6 +339,10 @@ async def _send_corpus(settings: Settings, run: CorpusRun, *, tag: str) -> None:
                 run.thread.setdefault(i, []).extend(
                     _leaks("\n".join(m.text for m in view.messages), _row_forms(case)))
                 run.shown[i] = text
+        if tag == "model":
+            await _failing_turn(client, run)
+        else:
+            await _held_turn(client, run)
     finally:
         await client.close()
         await server.drain(0, delay=0)
@@ -320,6 +366,7 @@ def corpus_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         values["database_url"] = request.getfixturevalue("pg_dsn")
     model = ScriptedOpenAIServer()
     model.push(*(ScriptedReply.text(MODEL_REPLY, usage=(20, 8)) for _ in VALID))
+    model.push(*(ScriptedReply.error(500, "upstream exploded") for _ in range(FAILURES)))
     records = _Records()
     root = logging.getLogger()
     old_level = root.level
@@ -329,9 +376,10 @@ def corpus_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     try:
         asyncio.run(_send_corpus(Settings(**values, model_base_url=model.base_url), run,
                                  tag="model"))
-        asyncio.run(_send_corpus(Settings(**values), run, tag="offline"))
+        tools = _approval_tool(tmp_path_factory.mktemp(f"pii-tools-{backend}"))
+        asyncio.run(_send_corpus(Settings(**values, tools_file=tools), run, tag="offline"))
         run.model = [json.dumps(b, ensure_ascii=False) for b in model.bodies]
-        assert len(run.model) == len(VALID), "every model turn reached the (fake) model"
+        assert len(run.model) > len(VALID), "every model turn reached the (fake) model"
     finally:
         root.removeHandler(records)
         root.setLevel(old_level)
@@ -339,8 +387,8 @@ def corpus_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     run.logs = records.lines
     forms = sorted({f for case in VALID for f in _row_forms(case)})
     settings = Settings(**values)
-    run.store = (_scan_postgres(settings.database_dsn(), forms) if backend == "postgres"
-                 else _scan_sqlite(settings.data_dir, forms))
+    run.store = (_scan_postgres(settings.database_dsn(), forms, run.rows)
+                 if backend == "postgres" else _scan_sqlite(settings.data_dir, forms, run.rows))
     return run
 
 
@@ -361,3 +409,13 @@ def test_corpus_run_scanned_something(corpus_run: CorpusRun) -> None:
     """The scans are not vacuous: the model saw masked forms, logs were written."""
     assert any("****" in body for body in corpus_run.model)
     assert corpus_run.logs
+    assert corpus_run.failed == "UNAVAILABLE" and corpus_run.held
+    rows = corpus_run.rows
+    # Every kind of table the must-show names held rows when it was scanned.
+    for table in ("checkpoints", "diwaniya_requests", "diwaniya_turn_events", "memory_records",
+                  "diwaniya_threads"):
+        assert rows.get(table), (table, rows)
+    # Checkpoint writes tables («writes», «checkpoint_writes») are scanned too, but are empty
+    # even after the failed and the held turn: the graph runs with durability="exit" behind
+    # majlis.fence, which commits a turn's checkpoint whole — nothing is left as a write.
+    assert rows.get("limit_counters") or rows.get("diwaniya_limit_counters"), rows  # budgets
