@@ -31,10 +31,10 @@ def _forms() -> list[str]:
     return [*OVERRIDES, *(f"\\u{ord(c):04x}" for c in OVERRIDES)]
 
 
-def _scan(svc: Any, backend: str) -> list[str]:
+def _scan(svc: Any, backend: str, forms: list[str] | None = None) -> list[str]:
     if backend == "postgres":
-        return _scan_postgres(svc.settings.database_dsn(), _forms())
-    return _scan_sqlite(svc.settings.data_dir, _forms())
+        return _scan_postgres(svc.settings.database_dsn(), forms or _forms())
+    return _scan_sqlite(svc.settings.data_dir, forms or _forms())
 
 
 def _has_override(text: str) -> bool:
@@ -47,6 +47,8 @@ async def test_overrides_are_removed_isolates_kept_offline(run_service, backend:
         events = await collect(svc.client.send(TYPED, user_id=user))
         view = await svc.client.get_thread(events[-1].thread_id, user_id=user)
         leaks = _scan(svc, backend)
+        kept = _scan(svc, backend, [ISOLATED])
+    assert kept == [ISOLATED]  # the balanced isolate is in the stored rows, as typed
     assert events[0].turn_started.user_text == STORED
     assert view.messages[0].text == STORED
     reply = events[-1].turn_completed.text
