@@ -89,10 +89,16 @@ _MASKED = re.compile(r"\*{3,}[0-9A-Z]{0,4}")  # an IBAN may end in letters: «**
 _ID_CUE = re.compile(
     r"هوي[هة]|هويتي|مدني|المدني|البطاق[هة] المدني[هة]|الشخصي[هة]?|اقام[هة]|إقام[هة]|اقامتي|"
     r"إقامتي|قومي|القومي|السجل|سجل مدني|(?i:\bcpr\b|civil\s*id|national\s*id|\biqama\b|\bqid\b|"
-    r"\bid\b|identity)")
+    r"\bid\b|identity|"
+    # Arabizi: hawiya, madani, el bitaqa el shakhsiya, e2ama, 2awmi …
+    r"\bhawiy+[ae]h?|\bhawiyti|\bmadani|\bbi?ta[q2k]a|\bbe?ta2a|\bsha5si|\bshakhsi|\be2ama|"
+    r"\b[2q]awmi)")
 _PHONE_CUE = re.compile(
     r"جوال|موبايل|موبيل|تلفون|تليفون|هاتف|واتس|وتس|اتصل|اتصلو|كلموني|رقمي|نمرتي|نمرة|"
-    r"(?i:phone|mobile|whats\s?app|call|\btel\b|\bmob\b)")
+    r"(?i:phone|mobile|whats\s?app|call|\btel\b|\bmob\b|"
+    # Arabizi: ra2mi, nomrti, jawali/gawali, mobaily, tilifoni, kalmooni …
+    r"\bra[2qk]mi\b|\bno?mrti|\bne?mr?a\b|\b[jg]awali|\bmoba?[iy]l[iy]|\bt[ie]l[ie]fon|\bkallem|"
+    r"\bkalmo)")
 # Words that say the number is something else (an order, an invoice): the
 # nearest cue before a number wins, so «جوالي … وطلبي 48213921» is an order.
 _OTHER_CUE = re.compile(r"طلب|اوردر|أوردر|شحن|فاتور|(?i:order|invoice|tracking|\bref\b)")
