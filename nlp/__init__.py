@@ -27,7 +27,7 @@ from nlp.keys import (
     stop_keys_for,
     words,
 )
-from nlp.normalize import clean, fold
+from nlp.normalize import clean, drop_overrides, fold
 from nlp.script import Script, detect_script
 from nlp.tokens import Token, TokenKind, tokenize
 
@@ -50,6 +50,7 @@ __all__ = [
     "content_keys",
     "detect_script",
     "dialect_to_msa",
+    "drop_overrides",
     "fold",
     "has_dialect_words",
     "key_function",

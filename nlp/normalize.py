@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["clean", "fold"]
+__all__ = ["clean", "drop_overrides", "fold"]
 
 # Display spoofing.  Bidi embeddings and overrides — U+202A LRE, U+202B RLE,
 # U+202D LRO, U+202E RLO and their closer U+202C PDF — are ALWAYS removed,
@@ -32,6 +32,7 @@ __all__ = ["clean", "fold"]
 # LRM/RLM (U+200E/F) and ALM (U+061C) are plain marks: kept between words.
 _BIDI_RE = re.compile("[\u202a-\u202e\u2066-\u2069\u206a-\u206f]")
 _ALWAYS_DROP = frozenset("\u202a\u202b\u202c\u202d\u202e\u206a\u206b\u206c\u206d\u206e\u206f")
+_OVERRIDE_RE = re.compile("[\u202a-\u202e\u206a-\u206f]")
 _ISOLATE_OPEN = frozenset("\u2066\u2067\u2068")
 _ISOLATE_CLOSE = "\u2069"
 
@@ -114,6 +115,18 @@ def _split_keep(text: str, keep: set[int]) -> list[str]:
             last = m.end()
     out.append(text[last:])
     return out
+
+
+def drop_overrides(text: str) -> str:
+    """Remove the bidi embeddings and overrides (U+202A–U+202E) and U+206A–U+206F only.
+
+    Stateless — these go balanced or not — so it is safe on each chunk of a streamed
+    model reply, where ``clean``'s isolate balancing could not see the whole text.
+
+    >>> drop_overrides("طلبك رقم \u202e48213\u202c وصل \u2067iPhone\u2069")
+    'طلبك رقم 48213 وصل \u2067iPhone\u2069'
+    """
+    return _OVERRIDE_RE.sub("", text) if _OVERRIDE_RE.search(text) else text
 
 
 def clean(text: str) -> str:

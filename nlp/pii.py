@@ -1,14 +1,17 @@
 """Personal data in a message: find it, and mask it before anything is stored.
 
-Kinds (``Kind``): payment cards (Luhn), IBANs of the Gulf states, Egypt, Jordan
-and Morocco (ISO 13616 mod-97 and the country's length, via python-stdnum),
+Kinds (``Kind``): payment cards (Luhn and a network's issuer range and length:
+Visa, Mastercard, Amex, mada …), IBANs of the Gulf states, Egypt, Jordan and
+Morocco (mod 97, the country's length and BBAN structure, via schwifty),
 national IDs (Kuwaiti civil ID with its mod-11 check digit, Saudi national ID
 and Iqama and Emirates ID with their Luhn digit, Egyptian national ID by its
 structure: century, birth date, governorate; Qatari, Bahraini and Omani IDs by
 their structure *and* an ID word nearby, because they carry no public check
 digit), Gulf and Egyptian phone numbers (with a country code, in a national
 mobile format, or — for the 8-digit Gulf numbers an order number also looks
-like — after a phone word), and e-mail addresses.
+like — and for landlines after a phone word), and e-mail addresses. The check
+rules are in ``nlp.pii_ids``; the corpus they are measured on, with precision
+and recall per kind, is ``tests/nlp/pii_corpus.tsv`` (``bench/pii.py``).
 
 Digits may be ASCII, Arabic-Indic (٠–٩) or Persian (۰–۹), with spaces, dashes
 or dots between them. A number that fails its check is *not* masked as that
@@ -27,12 +30,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
 from enum import StrEnum
 
-from stdnum import iban as _iban
-from stdnum import luhn as _luhn
-from stdnum.iso7064 import mod_97_10 as _mod97
+from nlp.pii_ids import (
+    IBAN_COUNTRIES,
+    ae_emirates_id,
+    card_network,
+    eg_national_id,
+    gulf_structured_id,
+    iban_length,
+    iban_ok,
+    kw_civil_id,
+    sa_national_id,
+)
 
 __all__ = ["Finding", "Kind", "find", "is_masked", "mask", "mask_digits", "mask_email"]
 
@@ -60,25 +70,38 @@ _TO_ASCII = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "012345678
 _NUMBER = re.compile(r"(?<![0-9A-Za-z+])\+?[0-9](?:[ \-.\u00a0]?[0-9]){6,29}(?![0-9A-Za-z])")
 _SEPARATORS = re.compile(r"[ \-.\u00a0]")
 # IBAN: country, check digits, 10–30 alphanumerics in groups of any size.
-_IBAN_COUNTRIES = ("KW", "SA", "AE", "QA", "BH", "OM", "EG", "JO", "MA")
+# The match may run on into the next Latin word («… 7519 please»): it is cut
+# to the country's registered length before the check (``_iban_findings``).
 _IBAN_RE = re.compile(
-    r"(?<![0-9A-Za-z])(?:" + "|".join(_IBAN_COUNTRIES) + r")[0-9]{2}"
+    r"(?<![0-9A-Za-z])(?:" + "|".join(IBAN_COUNTRIES) + r")[0-9]{2}"
     r"(?:[ \-]?[0-9A-Za-z]){10,32}(?![0-9A-Za-z])", re.IGNORECASE)
-_EMAIL = re.compile(r"(?<![\w.+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@"
-                    r"([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})(?![\w-])")
+# Bounded by ASCII only: Arabic letters may touch an address («وsara@x.com»,
+# «على sara@x.comشكرا») — a \w boundary would miss it.
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@"
+                    r"([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})(?![A-Za-z0-9-])")
+# A date typed with dashes or dots («2024-05-12», «12.05.2024») is a run of 8
+# digits like a Gulf phone: never personal data by itself.
+_DATE = re.compile(r"(?:19|20)[0-9]{2}[-.][0-9]{1,2}[-.][0-9]{1,2}|"
+                   r"[0-9]{1,2}[-.][0-9]{1,2}[-.](?:19|20)[0-9]{2}")
 # An already-masked value («****4821», «s***@x.com») is left alone: masking is idempotent.
-_MASKED = re.compile(r"\*{3,}[0-9]{0,4}")
+_MASKED = re.compile(r"\*{3,}[0-9A-Z]{0,4}")  # an IBAN may end in letters: «****DEFG»
 # Words that say "this is an ID" / "this is a phone", looked for just before the number.
 _ID_CUE = re.compile(
-    r"هوي[هة]|هويتي|مدني|المدني|البطاق[هة] المدني[هة]|الشخصي[هة]|اقام[هة]|إقام[هة]|اقامتي|"
+    r"هوي[هة]|هويتي|مدني|المدني|البطاق[هة] المدني[هة]|الشخصي[هة]?|اقام[هة]|إقام[هة]|اقامتي|"
     r"إقامتي|قومي|القومي|السجل|سجل مدني|(?i:\bcpr\b|civil\s*id|national\s*id|\biqama\b|\bqid\b|"
-    r"\bid\b|identity)")
+    r"\bid\b|identity|"
+    # Arabizi: hawiya, madani, el bitaqa el shakhsiya, e2ama, 2awmi …
+    r"\bhawiy+[ae]h?|\bhawiyti|\bmadani|\bbi?ta[q2k]a|\bbe?ta2a|\bsha5si|\bshakhsi|\be2ama|"
+    r"\b[2q]awmi)")
 _PHONE_CUE = re.compile(
     r"جوال|موبايل|موبيل|تلفون|تليفون|هاتف|واتس|وتس|اتصل|اتصلو|كلموني|رقمي|نمرتي|نمرة|"
-    r"(?i:phone|mobile|whats\s?app|call|\btel\b|\bmob\b)")
+    r"(?i:phone|mobile|whats\s?app|call|\btel\b|\bmob\b|"
+    # Arabizi: ra2mi, nomrti, jawali/gawali, mobaily, tilifoni, kalmooni …
+    r"\bra[2qk]mi\b|\bno?mrti|\bne?mr?a\b|\b[jg]awali|\bmoba?[iy]l[iy]|\bt[ie]l[ie]fon|\bkallem|"
+    r"\bkalmo)")
 # Words that say the number is something else (an order, an invoice): the
 # nearest cue before a number wins, so «جوالي … وطلبي 48213921» is an order.
-_OTHER_CUE = re.compile(r"طلب|اوردر|أوردر|شحن|فاتور|(?i:order|invoice|tracking|ref)")
+_OTHER_CUE = re.compile(r"طلب|اوردر|أوردر|شحن|فاتور|(?i:order|invoice|tracking|\bref\b)")
 _CUE_WINDOW = 40  # characters before the number in which a cue counts
 _MIN_DIGITS, _MAX_DIGITS = 7, 19  # shortest (Omani ID without prefix…) and longest (a card)
 # Windows tried per message before only the longest one per group is: a real
@@ -95,19 +118,19 @@ def _nearest_cue(before: str) -> str:
                 best = (m.end(), name)
     return best[1]
 
-# Egyptian governorate codes (digits 8–9 of the national ID); 88 = born abroad.
-_EG_GOVERNORATES = frozenset(
-    {1, 2, 3, 4, *range(11, 20), *range(21, 30), 31, 32, 33, 34, 35, 88})
-# Phone: country code → (national significant number lengths, valid first digits).
-_PHONE_PLANS: dict[str, tuple[tuple[int, ...], str, str]] = {
-    "965": ((8,), "124569", "kw_phone"),
-    "966": ((9,), "15", "sa_phone"),
-    "971": ((8, 9), "2345679", "ae_phone"),
-    "974": ((8,), "34567", "qa_phone"),
-    "973": ((8,), "1367", "bh_phone"),
-    "968": ((8,), "279", "om_phone"),
-    "20": ((9, 10), "123456789", "eg_phone"),
-}
+# Phone: country code → the national significant number's pattern, and a name.
+# Mobiles and landlines differ in length: «+971 5…» is 9 digits, «+971 4…» 8;
+# an Egyptian mobile «+20 1[0125]…» is 10 digits, a landline (Cairo 2…) 8–9.
+_PHONE_PLANS: dict[str, tuple[re.Pattern[str], str]] = {
+    code: (re.compile(pattern), name) for code, pattern, name in (
+        ("965", r"[124569][0-9]{7}", "kw_phone"),
+        ("966", r"[15][0-9]{8}", "sa_phone"),
+        ("971", r"5[0-9]{8}|[234679][0-9]{7}", "ae_phone"),
+        ("974", r"[34567][0-9]{7}", "qa_phone"),
+        ("973", r"[1367][0-9]{7}", "bh_phone"),
+        ("968", r"[279][0-9]{7}", "om_phone"),
+        ("20", r"1[0125][0-9]{8}|[2-9][0-9]{7,8}", "eg_phone"),
+    )}
 
 
 def mask_digits(digits: str) -> str:
@@ -127,71 +150,14 @@ def is_masked(value: str) -> bool:
     return bool(_MASKED.fullmatch(value)) or bool(re.fullmatch(r"\w\*{3}@\S+", value))
 
 
-def _date_ok(year: int, month: int, day: int) -> bool:
-    try:
-        date(year, month, day)
-    except ValueError:
-        return False
-    return True
-
-
-def kw_civil_id(d: str) -> bool:
-    """Kuwaiti civil ID: C YYMMDD NNNN K; century 2 (19xx) or 3 (20xx), mod-11 check.
-
-    >>> kw_civil_id("285011501232"), kw_civil_id("285011501233")
-    (True, False)
-    """
-    if len(d) != 12 or d[0] not in "23":
-        return False
-    year = (1900 if d[0] == "2" else 2000) + int(d[1:3])
-    if not _date_ok(year, int(d[3:5]), int(d[5:7])):
-        return False
-    weights = (2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-    check = 11 - sum(int(c) * w for c, w in zip(d[:11], weights, strict=True)) % 11
-    return check < 10 and check == int(d[11])
-
-
-def sa_national_id(d: str) -> bool:
-    """Saudi national ID (starts 1) or Iqama (starts 2): ten digits, Luhn."""
-    return len(d) == 10 and d[0] in "12" and _luhn.is_valid(d)
-
-
-def ae_emirates_id(d: str) -> bool:
-    """Emirates ID: 784-YYYY-NNNNNNN-C, fifteen digits, Luhn."""
-    return len(d) == 15 and d.startswith("784") and 1900 <= int(d[3:7]) <= 2100 \
-        and _luhn.is_valid(d)
-
-
-def eg_national_id(d: str) -> bool:
-    """Egyptian national ID: C YYMMDD GG NNNN K, century 2/3, valid date and governorate."""
-    if len(d) != 14 or d[0] not in "23":
-        return False
-    year = (1900 if d[0] == "2" else 2000) + int(d[1:3])
-    return _date_ok(year, int(d[3:5]), int(d[5:7])) and int(d[7:9]) in _EG_GOVERNORATES
-
-
-def _gulf_structured_id(d: str) -> str | None:
-    """Qatari (11 digits, century 2/3 + birth year), Bahraini CPR (9 digits, YYMM),
-    Omani civil number (8–9 digits): structure only, so a cue word must be near."""
-    if len(d) == 11 and d[0] in "23":
-        return "qa_id"
-    if len(d) == 9 and 1 <= int(d[2:4]) <= 12:
-        return "bh_cpr"
-    if len(d) in (8, 9):
-        return "om_civil_id"
-    return None
-
-
 def _phone(d: str, *, plus: bool, cue: bool) -> str | None:
     """Which plan a digit string fits as a phone number, or None."""
     rest = d[2:] if d.startswith("00") else d if plus else ""
     if not rest and len(d) > 10 and not d.startswith("0"):
         rest = d  # «966501234567»: country code without + or 00
-    for code, (lengths, firsts, name) in _PHONE_PLANS.items():
-        if rest.startswith(code):
-            nsn = rest[len(code):]
-            if len(nsn) in lengths and nsn[0] in firsts:
-                return name
+    for code, (plan, name) in _PHONE_PLANS.items():
+        if rest.startswith(code) and plan.fullmatch(rest[len(code):]):
+            return name
     if plus or d.startswith("00"):
         return None
     if len(d) == 11 and re.fullmatch(r"01[0125][0-9]{8}", d):
@@ -200,6 +166,8 @@ def _phone(d: str, *, plus: bool, cue: bool) -> str | None:
         return "sa_ae_phone"  # Saudi 05X / Emirati 05X mobile, national format
     if len(d) == 8 and cue and d[0] in "2345679":
         return "gulf_phone"  # KW/QA/BH/OM: 8 digits, only after a phone word
+    if cue and re.fullmatch(r"0[1-46-9][0-9]{7,8}", d):  # 05…: a mobile, never a landline
+        return "landline"  # «04 123 4567» Dubai, «011 234 5678» Riyadh, «02 2345 6789» Cairo
     return None
 
 
@@ -214,25 +182,25 @@ def _classify(d: str, *, plus: bool, id_cue: bool, phone_cue: bool) -> tuple[Kin
             return Kind.NATIONAL_ID, "eg_national_id"
         if sa_national_id(d):
             return Kind.NATIONAL_ID, "sa_national_id" if d[0] == "1" else "sa_iqama"
-        if 13 <= len(d) <= 19 and _luhn.is_valid(d) and d[0] in "23456":
-            return Kind.CARD, "card"
+        network = card_network(d)
+        if network is not None:
+            return Kind.CARD, network
     phone = _phone(d, plus=plus, cue=phone_cue)
     if phone is not None:
         return Kind.PHONE, phone
     if id_cue and not plus:
-        gulf = _gulf_structured_id(d)
+        gulf = gulf_structured_id(d)
         if gulf is not None:
             return Kind.NATIONAL_ID, gulf
     return None
 
 
-def _number_findings(text: str, ascii_text: str, taken: list[tuple[int, int]]) -> list[Finding]:
+def _number_findings(ascii_text: str) -> list[Finding]:
+    """Cards, IDs and phones in ``ascii_text`` (e-mails and IBANs already blanked out)."""
     out: list[Finding] = []
     prev_end = 0
     budget = _WINDOW_BUDGET
     for m in _NUMBER.finditer(ascii_text):
-        if any(s < m.end() and m.start() < e for s, e in taken):
-            continue
         # Try the whole run first, then shorter windows of its groups, so
         # «طلب 48213 0501234567» still finds the phone in the second group.
         groups = [(g.start() + m.start(), g.end() + m.start())
@@ -258,6 +226,8 @@ def _number_findings(text: str, ascii_text: str, taken: list[tuple[int, int]]) -
             for j in reversed(ends):
                 end = groups[j - 1][1]
                 raw = ascii_text[start:end]
+                if _DATE.fullmatch(raw):
+                    continue
                 plus = raw.startswith("+")
                 digits = _SEPARATORS.sub("", raw).lstrip("+")
                 kind = _classify(digits, plus=plus, id_cue=cue == "id",
@@ -272,17 +242,35 @@ def _number_findings(text: str, ascii_text: str, taken: list[tuple[int, int]]) -
             out.append(hit[1])
             prev_end = hit[1].end
             i = hit[0]
-    del text
     return out
 
 
-def _iban_ok(compact: str) -> bool:
-    """ISO 13616 check and the country's length (stdnum's registry); Morocco's
-    28-character IBAN is not in that registry yet, so it gets the mod-97 check alone."""
-    if compact.startswith("MA"):
-        return len(compact) == 28 and compact[4:].isdigit() and \
-            _mod97.is_valid(compact[4:] + compact[:4])
-    return bool(_iban.is_valid(compact))
+def _iban_findings(ascii_text: str) -> tuple[list[Finding], list[tuple[int, int]]]:
+    """IBANs, and the spans of IBAN-shaped strings that fail their check (near misses:
+    their digits are not read again as a card or a phone)."""
+    found: list[Finding] = []
+    claimed: list[tuple[int, int]] = []
+    for m in _IBAN_RE.finditer(ascii_text):
+        # Positions of the alphanumerics, so the country's length maps back to a span.
+        at = [m.start() + i for i, c in enumerate(m.group()) if c not in " -"]
+        compact = "".join(ascii_text[i] for i in at).upper()
+        size = min(len(compact), iban_length(compact[:2]))
+        end = at[size - 1] + 1
+        # Cut at the registry length only between two groups, never inside a
+        # word: «KW… 408 please» must not borrow the «p».
+        if iban_ok(compact[:size]) and not re.match(r"[0-9A-Za-z]", ascii_text[end:end + 1]):
+            found.append(Finding(Kind.IBAN, m.start(), end, f"{compact[:2].lower()}_iban",
+                                 "****" + compact[size - 4:size]))
+        claimed.append((m.start(), end))
+    return found, claimed
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with ``spans`` overwritten by «#» (same length: positions are kept)."""
+    chars = list(text)
+    for s, e in spans:
+        chars[s:e] = "#" * (e - s)
+    return "".join(chars)
 
 
 def find(text: str) -> list[Finding]:
@@ -294,16 +282,12 @@ def find(text: str) -> list[Finding]:
     [('kw_iban', '****0101')]
     """
     ascii_text = text.translate(_TO_ASCII)  # one-to-one: positions are kept
-    found: list[Finding] = []
-    for m in _EMAIL.finditer(text):
-        found.append(Finding(Kind.EMAIL, m.start(), m.end(), "email", mask_email(m.group())))
-    for m in _IBAN_RE.finditer(ascii_text):
-        compact = re.sub(r"[ \-]", "", m.group()).upper()
-        if _iban_ok(compact):
-            found.append(Finding(Kind.IBAN, m.start(), m.end(), f"{compact[:2].lower()}_iban",
-                                 "****" + compact[-4:]))
-    taken = [(f.start, f.end) for f in found]
-    found.extend(_number_findings(text, ascii_text, taken))
+    found = [Finding(Kind.EMAIL, m.start(), m.end(), "email", mask_email(m.group()))
+             for m in _EMAIL.finditer(text)]
+    ascii_text = _blank(ascii_text, [(f.start, f.end) for f in found])
+    ibans, claimed = _iban_findings(ascii_text)
+    found += ibans
+    found += _number_findings(_blank(ascii_text, claimed))
     found.sort(key=lambda f: f.start)
     return found
 

@@ -48,6 +48,7 @@ from majlis.models.types import (
 from majlis.reply_text import stream_words
 from majlis.tools.base import ToolContext, ToolOutcome
 from majlis.tools.registry import ToolRegistry
+from nlp import drop_overrides
 
 __all__ = ["FALLBACK_REPLY", "REPROMPT", "TurnOutput", "run_model_turn"]
 
@@ -179,9 +180,12 @@ async def run_model_turn(
         try:
             async for output in model.stream(replace(request, messages=tuple(messages))):
                 if isinstance(output, TextChunk):
-                    if output.text:
-                        round_text += output.text
-                        await turn.say(output.text)
+                    # Spoofing from the model (an echoed document, a tool result):
+                    # bidi overrides never reach the client or the stored reply.
+                    text = drop_overrides(output.text)
+                    if text:
+                        round_text += text
+                        await turn.say(text)
                 elif isinstance(output, ToolCallRequest):
                     calls.append(output)
                 elif isinstance(output, UsageReport):

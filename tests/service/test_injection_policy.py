@@ -49,7 +49,6 @@ def test_ordinary_messages_are_not_flagged(text: str) -> None:
     assert not addresses_assistant(text)
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_flag_policy_marks_the_turn_and_answers_as_usual(
     run_service: Callable[..., Any], openai_server: ScriptedOpenAIServer,
 ) -> None:
@@ -104,7 +103,6 @@ def _split_canary_reply() -> ScriptedReply:
     return ScriptedReply(events=events)
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_canary_never_reaches_a_client_whole_or_split(
     run_service: Callable[..., Any], openai_server: ScriptedOpenAIServer,
     caplog: pytest.LogCaptureFixture,
