@@ -108,7 +108,8 @@ def split_turns(messages: Sequence[Any], keep_turns: int) -> tuple[list[Any], li
     seen = 0
     last = None
     for i in range(len(messages) - 1, -1, -1):
-        turn = ThreadMessage.read(messages[i]).turn_id
+        m = messages[i]
+        turn = m.turn_id if isinstance(m, ThreadMessage) else m["turn_id"]
         if turn != last:
             seen += 1
             last = turn
