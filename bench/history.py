@@ -1,7 +1,7 @@
 """A long thread's cost per turn and stored bytes, with and without compaction (and retention).
 
 ``nice -n 10 .venv/bin/python bench/history.py [--turns 500] [--compaction-tokens 1500]
-[--keep-turns 4] [--retention 20] [--stores sqlite,postgres]``
+[--keep-turns 4] [--retention 20] [--stores sqlite,postgres] [--repeat 1]``
 
 One thread of ``--turns`` turns (offline responder, a request_id on every
 turn, support questions with an order number) through a real gRPC server on
@@ -15,8 +15,10 @@ turn, support questions with an order number) through a real gRPC server on
 
 Per turn: the wall time of the whole RPC and the CPU time of this process
 (client, server and SQLite; PostgreSQL's own CPU is not in it), reported at
-turns 10, 100 and the last as the median of the turns around each (8–12,
-98–102, the last five). Stored bytes per thread: the payload of the thread's
+turns 10, 100 and the last as the median (and the minimum, the least disturbed
+by other work on a shared machine) of the turns around each (8–12, 98–102,
+the last five), and the checkpoint bytes those turns stored, per turn — the
+deterministic part of the cost. Stored bytes per thread: the payload of the thread's
 rows in the checkpoint tables — SQLite ``length()`` of ``checkpoints``
 (checkpoint, metadata) and ``writes`` (value); PostgreSQL ``pg_column_size``
 (stored, possibly compressed) of ``checkpoints`` (checkpoint, metadata),
@@ -69,6 +71,12 @@ def _window(samples: list[float], turn: int, half: int = 2) -> float:
     return statistics.median(samples[lo:lo + 2 * half + 1])
 
 
+def _span(turn: int, turns: int, half: int = 2) -> tuple[int, int]:
+    """The window of :func:`_window` as (turns done before it, turns done at its end)."""
+    lo = max(0, min(turn - 1 - half, turns - 2 * half - 1))
+    return lo, lo + 2 * half + 1
+
+
 def _sqlite_bytes(data_dir: Path, thread_id: str) -> int:
     with sqlite3.connect(data_dir / "threads.sqlite3") as conn:
         cp = conn.execute("SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0)"
@@ -106,6 +114,10 @@ async def run(store: str, mode: str, args: argparse.Namespace, data_dir: Path,
     cpu: list[float] = []
     stored: dict[int, int] = {}
     half = args.turns // 2
+    points = (10, 100, args.turns)
+    # Bytes before and after each window, at half and at the end.
+    measured = {half, args.turns, *(_span(p, args.turns)[0] for p in points),
+                *(_span(p, args.turns)[1] for p in points)}
     try:
         async with DiwaniyaClient(f"127.0.0.1:{server.port}") as client:
             thread_id = ""
@@ -117,7 +129,7 @@ async def run(store: str, mode: str, args: argparse.Namespace, data_dir: Path,
                 wall.append(time.perf_counter() - t)
                 cpu.append(time.process_time() - c)
                 thread_id = events[-1].thread_id
-                if i + 1 in (half, args.turns):
+                if i + 1 in measured:
                     stored[i + 1] = (_pg_bytes(dsn, thread_id) if dsn
                                      else await asyncio.to_thread(_sqlite_bytes, data_dir,
                                                                   thread_id))
@@ -125,51 +137,71 @@ async def run(store: str, mode: str, args: argparse.Namespace, data_dir: Path,
     finally:
         await server.drain(0, delay=0)
         await app.close()
-    points = (10, 100, args.turns)
+    spans = {p: _span(p, args.turns) for p in points}
     out: dict[str, Any] = {
         "store": store, "mode": mode, "turns": args.turns,
         "wall_ms": {str(p): round(_window(wall, p) * 1000, 2) for p in points},
+        "wall_min_ms": {str(p): round(min(wall[a:b]) * 1000, 2) for p, (a, b) in spans.items()},
         "cpu_ms": {str(p): round(_window(cpu, p) * 1000, 2) for p in points},
-        "stored_bytes": {str(k): v for k, v in stored.items()},
+        "bytes_per_turn": {str(p): (stored[b] - stored[a]) // (b - a)
+                           for p, (a, b) in spans.items()},
+        "stored_bytes": {str(k): stored[k] for k in (half, args.turns)},
         "messages_kept": len(view.messages), "folded_turns": view.folded_turns,
     }
     out["wall_ratio"] = round(out["wall_ms"][str(args.turns)] / out["wall_ms"]["10"], 2)
+    out["wall_min_ratio"] = round(out["wall_min_ms"][str(args.turns)] / out["wall_min_ms"]["10"],
+                                  2)
     out["cpu_ratio"] = round(out["cpu_ms"][str(args.turns)] / out["cpu_ms"]["10"], 2)
     out["growth"] = round(math.log2(stored[args.turns] / stored[half]), 2) if stored[half] else 0
     return out
 
 
-async def store_runs(store: str, modes: list[str], args: argparse.Namespace,
-                     tmp: Path) -> list[dict[str, Any]]:
-    rows = []
-    for mode in modes:
-        if store == "sqlite":
-            rows.append(await run(store, mode, args, tmp / f"s-{mode}", None))
-            continue
-        name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
+async def one_run(store: str, mode: str, args: argparse.Namespace,
+                  data_dir: Path) -> dict[str, Any]:
+    """One (store, mode) run on a database of its own."""
+    if store == "sqlite":
+        return await run(store, mode, args, data_dir, None)
+    name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        return await run(store, mode, args, data_dir, f"{ADMIN.rsplit('/', 1)[0]}/{name}")
+    finally:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            rows.append(await run(store, mode, args, tmp / f"p-{mode}",
-                                  f"{ADMIN.rsplit('/', 1)[0]}/{name}"))
-        finally:
-            with psycopg.connect(ADMIN, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    return rows
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def combine(runs: list[dict[str, Any]], turns: int) -> dict[str, Any]:
+    """Repeated runs of one (store, mode): medians of the medians, minimum of the minima."""
+    out = dict(runs[-1])
+    for key, pick in (("wall_ms", statistics.median), ("cpu_ms", statistics.median),
+                      ("wall_min_ms", min)):
+        out[key] = {p: round(pick([r[key][p] for r in runs]), 2) for p in runs[0][key]}
+    last = str(turns)
+    for ratio, key in (("wall_ratio", "wall_ms"), ("cpu_ratio", "cpu_ms"),
+                       ("wall_min_ratio", "wall_min_ms")):
+        out[ratio] = round(out[key][last] / out[key]["10"], 2)
+    out["runs"] = len(runs)
+    return out
 
 
 def _print(rows: list[dict[str, Any]], turns: int) -> None:
     half = turns // 2
-    print(f"{'store':<9}{'mode':<12}{'wall ms @10/100/' + str(turns):>22}{'ratio':>7}"
-          f"{'cpu ms @10/100/' + str(turns):>22}{'ratio':>7}"
-          f"{'KB @' + str(half):>11}{'KB @' + str(turns):>11}{'growth':>8}{'kept':>6}")
+    at = f"@10/100/{turns}"
+    print(f"{'store':<9}{'mode':<11}{'wall ms ' + at:>21}{'ratio':>6}{'min ms ' + at:>21}"
+          f"{'ratio':>6}{'cpu ms ' + at:>21}{'ratio':>6}{'B/turn ' + at:>23}"
+          f"{'KB @' + str(half):>9}{'KB @' + str(turns):>9}{'growth':>7}{'kept':>5}")
     for r in rows:
-        w, c, b = r["wall_ms"], r["cpu_ms"], r["stored_bytes"]
-        print(f"{r['store']:<9}{r['mode']:<12}"
-              f"{w['10']:>8}/{w['100']:>6}/{w[str(turns)]:>6}{r['wall_ratio']:>7}"
-              f"{c['10']:>8}/{c['100']:>6}/{c[str(turns)]:>6}{r['cpu_ratio']:>7}"
-              f"{b[str(half)] / 1024:>11.0f}{b[str(turns)] / 1024:>11.0f}{r['growth']:>8}"
-              f"{r['messages_kept']:>6}")
+        w, m, c = r["wall_ms"], r["wall_min_ms"], r["cpu_ms"]
+        b, t = r["stored_bytes"], r["bytes_per_turn"]
+
+        def three(d: dict[str, Any]) -> str:
+            return f"{d['10']:>7}/{d['100']:>6}/{d[str(turns)]:>6}"
+
+        print(f"{r['store']:<9}{r['mode']:<11}{three(w):>21}{r['wall_ratio']:>6}"
+              f"{three(m):>21}{r['wall_min_ratio']:>6}{three(c):>21}{r['cpu_ratio']:>6}"
+              f"{three(t):>23}{b[str(half)] / 1024:>9.0f}{b[str(turns)] / 1024:>9.0f}"
+              f"{r['growth']:>7}{r['messages_kept']:>5}")
 
 
 async def main() -> None:
@@ -181,17 +213,26 @@ async def main() -> None:
                         help="checkpoints kept per thread in the retention modes")
     parser.add_argument("--stores", default="sqlite,postgres")
     parser.add_argument("--modes", default="plain,compaction,retention,both")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="interleaved runs of each (store, mode); medians across them")
     args = parser.parse_args()
     retention = RETENTION in Settings.model_fields
     modes = [m for m in args.modes.split(",") if retention or m not in ("retention", "both")]
     skipped = [m for m in args.modes.split(",") if m not in modes]
-    rows: list[dict[str, Any]] = []
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for store in args.stores.split(","):
-            rows += await store_runs(store, modes, args, Path(tmp))
+        # Interleaved: each repetition runs every (store, mode) once, so a burst of
+        # load elsewhere on the machine falls on one run of each, not on one mode.
+        for rep in range(args.repeat):
+            for store in args.stores.split(","):
+                for mode in modes:
+                    runs.setdefault((store, mode), []).append(await one_run(
+                        store, mode, args, Path(tmp) / f"{store}-{mode}-{rep}"))
+    rows = [combine(r, args.turns) for r in runs.values()]
     _print(rows, args.turns)
     note = ("loaded 2-core machine shared with other work; latency = median of 5 turns "
-            "around each point")
+            f"around each point (median over {args.repeat} interleaved runs; min: the least "
+            "disturbed turn)")
     if skipped:
         note += (f"; modes {', '.join(skipped)} skipped: this build has no "
                  f"DIWANIYA_{RETENTION.upper()} setting (retention is another branch)")
