@@ -17,8 +17,9 @@ Per turn: the wall time of the whole RPC and the CPU time of this process
 (client, server and SQLite; PostgreSQL's own CPU is not in it), reported at
 turns 10, 100 and the last as the median (and the minimum, the least disturbed
 by other work on a shared machine) of the turns around each (8–12, 98–102,
-the last five), and the checkpoint bytes those turns stored, per turn — the
-deterministic part of the cost. Stored bytes per thread: the payload of the thread's
+the last five), and the checkpoint bytes those turns added, per turn (net:
+with retention the pruned checkpoints are subtracted) — the deterministic part
+of the cost. Stored bytes per thread: the payload of the thread's
 rows in the checkpoint tables — SQLite ``length()`` of ``checkpoints``
 (checkpoint, metadata) and ``writes`` (value); PostgreSQL ``pg_column_size``
 (stored, possibly compressed) of ``checkpoints`` (checkpoint, metadata),
