@@ -30,7 +30,7 @@ from majlis.config import settings_values
 from majlis.events import Envelope
 from majlis.fence import PendingCheckpoint, deferring
 from majlis.persistence import Persistence
-from majlis.records import ApprovalInput, ThreadMessage, TurnInput
+from majlis.records import ApprovalInput, ThreadMessage, ThreadSummary, TurnInput
 from majlis.requests import (
     Limits,
     TurnRequest,
@@ -39,7 +39,7 @@ from majlis.requests import (
     check_user_id,
     validate,
 )
-from majlis.state import ThreadState, history
+from majlis.state import ThreadState, history, summary_of
 from majlis.tenants import Tenants
 from majlis.threads import ThreadRow, TurnCommit
 from majlis.turns import TurnOrder, TurnRunner, content_hash, owned
@@ -78,6 +78,8 @@ class ThreadView:
     usage: dict[str, float]
     # Empty unless handed off to a person: reason, summary_ar, at (ISO), notified.
     handoff: dict[str, Any] = field(default_factory=dict)
+    # The turns folded out of ``messages`` (majlis.compaction); None: none yet.
+    summary: ThreadSummary | None = None
 
 
 class ConversationEngine:
@@ -201,7 +203,8 @@ class ConversationEngine:
         handoff = values.get("handoff") or {}
         return ThreadView(row=row, messages=messages, phase=values.get("phase", ""),
                           dialect=values.get("dialect", ""), usage=values.get("usage") or {},
-                          handoff=handoff if handoff.get("active") else {})
+                          handoff=handoff if handoff.get("active") else {},
+                          summary=summary_of(cast(ThreadState, values)))
 
     async def release_handoff(self, tenant: str, user_id: str, thread_id: str) -> ThreadView:
         """Give the thread back to the bot after a person took it over; idempotent.

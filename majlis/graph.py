@@ -1,9 +1,11 @@
-"""The conversation graph: analyse → phase → recall → respond → remember.
+"""The conversation graph: analyse → phase → recall → respond → remember (→ compact).
 
 While the thread is handed off to a person, phase → hold → remember instead
 (an acknowledgement; no knowledge base, no model). An approval enters at
 settle → remember: the held tool call runs (or is declined) as a turn of its
 own, through the same engine path as a message (lock, deadline, replay, commit).
+After remember, at the turn boundary, compact folds the oldest turns into the
+thread's summary when the history passed the tenant's budget (majlis.compaction).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 from opentelemetry import trace
 
 import nlp
+from majlis.compaction import COMPACT, Compaction
 from majlis.nodes import Analyse, Hold, PhaseNode, Recall, Remember, Respond, Settle, handed_off
 from majlis.nodes.respond import RegistryFactory
 from majlis.state import ThreadState
@@ -84,6 +87,7 @@ def nodes(deps: GraphDeps) -> dict[str, Callable[..., Any]]:
         "hold": _inline(Hold()),
         "settle": Settle(deps.tools),
         "remember": Remember(deps.store, deps.extractor),
+        COMPACT: Compaction(deps.tenants),
     }
 
 
@@ -100,7 +104,10 @@ def build_graph(
     graph.add_edge("recall", "respond")
     graph.add_edge("respond", "remember")
     graph.add_edge("settle", "remember")
-    graph.add_edge("remember", END)
+    # At the turn boundary: fold the oldest turns when the history passed the budget.
+    graph.add_conditional_edges("remember", Compaction(deps.tenants).route,
+                                {COMPACT: COMPACT, END: END})
+    graph.add_edge(COMPACT, END)
     return graph.compile(checkpointer=checkpointer)
 
 

@@ -2,7 +2,8 @@
 
 Order matters to models: who you are (persona), how to speak (tone directive,
 dialect), what day it is (both calendars), the rules, and last the recalled
-material — fenced as UNTRUSTED DATA. Recalled text is written by users and
+material and the summary of the thread's older turns (majlis.compaction) —
+fenced as UNTRUSTED DATA. Recalled text is written by users and
 documents, so it may contain "ignore your instructions"; the fence plus the
 rule tell the model to treat it as quotation, and any fence-like text inside
 it is defanged so it cannot close the fence early.
@@ -104,13 +105,15 @@ def compose_system_prompt(
     now_gregorian: str,
     now_hijri: str,
     extra_policy: str = "",
+    summary: str = "",
 ) -> str:
     """The system message for one turn (see the module docstring for the order).
 
     ``region`` is the reply's voice: a dialect region (one line: "لهجة المستخدم:
     الخليجية. أجب بها."), "neutral" (plain Arabic, no dialect named) or "msa"
     (one MSA line). A tone block that says MSA wins over a dialect ``region``:
-    the prompt never holds two register rules that disagree.
+    the prompt never holds two register rules that disagree. ``summary`` is the
+    thread's running summary of the turns no longer sent as messages.
 
     >>> p = compose_system_prompt(persona="", tone_block="", region="msa", recalled=[],
     ...     facts=[], now_gregorian="", now_hijri="")
@@ -144,4 +147,8 @@ def compose_system_prompt(
             for r in recalled
         ]
         sections.append("مقاطع من قاعدة المعرفة (للاستشهاد):\n" + "\n".join(blocks))
+    if summary.strip():
+        # The customer's own words, condensed: data, like the facts above.
+        sections.append("ملخص ما سبق من هذه المحادثة:\n"
+                        + _fence("summary", "thread", summary.strip()))
     return "\n\n".join(s for s in sections if s)

@@ -358,6 +358,31 @@ class ThreadMessage(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadSummary(_Record):
+    """The running summary of the turns folded out of ``messages`` (majlis.compaction).
+
+    ``turns`` counts every turn folded into it so far; ``through_turn`` is the
+    last of them; ``method`` is ``"model"`` or ``"extractive"`` (the last fold's).
+
+        >>> ThreadSummary("- العميل: وين طلبي رقم ****4411؟", turns=6, through_turn="t6",
+        ...               method="extractive").turns
+        6
+    """
+
+    text: str
+    turns: int = 0
+    through_turn: str = ""
+    method: str = "extractive"
+
+    @classmethod
+    def read(cls, value: ThreadSummary | Mapping[str, Any] | None) -> ThreadSummary | None:
+        """The summary from the state: a record, its dict (a refused type), or None."""
+        if value is None or isinstance(value, ThreadSummary):
+            return value
+        return cls(**_fields_of(cls, value))
+
+
+@dataclass(frozen=True, slots=True)
 class ToolScope(_Record):
     """What the per-turn tool registry is bound to (majlis.toolkit.TurnTools).
 
@@ -383,5 +408,5 @@ def started_event(inp: TurnInput) -> Event:
 # Everything a checkpoint holds that is ours: the savers' msgpack allowlist.
 CHECKPOINT_TYPES: tuple[type[Any], ...] = (
     ApprovalInput, TurnInput, Analysis, Setting, Recollection, HeldCall, ModelUsage, Reply,
-    CompletedTurn, ThreadMessage, ToolScope,
+    CompletedTurn, ThreadMessage, ThreadSummary, ToolScope,
 )

@@ -2,7 +2,10 @@
 
 Invariants:
 * Only the last node of a turn (``remember``) writes thread-level fields:
-  ``messages`` (append-only), phase, dialect, usage, handoff. Earlier nodes write
+  ``messages`` (appended), phase, dialect, usage, handoff. After it, at the
+  turn boundary, ``compact`` may fold the oldest turns of ``messages`` into
+  ``summary`` (majlis.compaction): it overwrites ``messages`` with its latest
+  turns, in the same checkpoint, so a turn that is not committed folds nothing. Earlier nodes write
   only their own turn record. A turn that fails or is cancelled half-way may
   leave a checkpoint behind, but it differs from the last good one only in the
   turn records, which the next turn's input replaces — never half a turn in
@@ -37,6 +40,7 @@ from majlis.records import (
     Reply,
     Setting,
     ThreadMessage,
+    ThreadSummary,
     TurnInput,
 )
 
@@ -67,6 +71,8 @@ class ThreadState(TypedDict, total=False):
     support: dict[str, Any]
     # {active, reason, summary_ar, at, notified, notify_error}; see majlis.nodes.handoff.
     handoff: dict[str, Any]
+    # The turns folded out of ``messages`` (majlis.compaction); None: nothing folded yet.
+    summary: ThreadSummary | None
     # Tool calls held for the caller's approval: call_id → HeldCall (a dict before records).
     pending_approvals: Annotated[dict[str, HeldCall | dict[str, Any]], merge_pending]
     # This turn, one record per step (majlis.records).
@@ -93,3 +99,8 @@ def history(state: ThreadState, *, last: int | None = None) -> list[ThreadMessag
     """The thread's (``last``) messages as records, whatever shape the checkpoint stored."""
     messages = state.get("messages", [])
     return [ThreadMessage.read(m) for m in (messages[-last:] if last else messages)]
+
+
+def summary_of(state: ThreadState) -> ThreadSummary | None:
+    """The thread's running summary as a record (None before the first fold)."""
+    return ThreadSummary.read(state.get("summary"))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from majlis.compaction import CompactionPolicy
 from majlis.culture import SeasonCalendar, ToneProfile
 from majlis.models import ChatModel, Pricing
 from majlis.tools import Tool
@@ -36,6 +37,8 @@ class Tenant:
     # the masked text too (****4567); "raw": this turn's own message reaches the
     # model as typed (history stays masked, and the stored reply is masked).
     pii_to_model: Literal["masked", "raw"] = "masked"
+    # When the history folds into a running summary (majlis.compaction); default: never.
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
 
 
 @dataclass(frozen=True)

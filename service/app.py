@@ -24,6 +24,7 @@ import nlp
 from diwaniya.errors import ConfigurationError
 from majlis import culture
 from majlis.budgets import BudgetPolicy, TurnBudgets, parse_rate
+from majlis.compaction import CompactionPolicy
 from majlis.config import settings_values
 from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
@@ -132,7 +133,10 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
                 if config is not None and s.on_model_failure == "offline" else None)
     return Tenant(profile, calendar, model, config.pricing() if config else None, tools,
                   fallback=fallback, handoff_webhook=handoff_webhook(s, http, secrets),
-                  pii_to_model=s.pii_to_model)
+                  pii_to_model=s.pii_to_model,
+                  # A model summarises the folded turns; the offline responder cannot.
+                  compaction=CompactionPolicy.from_settings(
+                      s, by_model=not isinstance(model, OfflineResponder)))
 
 
 def handoff_webhook(settings: Settings, http: httpx.AsyncClient,

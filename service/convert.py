@@ -113,6 +113,10 @@ def thread(view: ThreadView) -> pb.Thread:
         handed_off=bool(handoff), handoff_reason=handoff.get("reason", ""),
         handoff_summary_ar=handoff.get("summary_ar", ""),
     )
+    if view.summary is not None:
+        out.history_summary = view.summary.text
+        out.folded_turns = view.summary.turns
+        out.history_summary_method = view.summary.method
     if handoff.get("at"):
         out.handed_off_at.CopyFrom(timestamp(datetime.fromisoformat(handoff["at"])))
     return out

@@ -85,6 +85,8 @@ class TenantSettings(BaseModel):
     thread_cost_budget_usd: float | None = Field(default=None, ge=0)
     budget_window_s: int | None = Field(default=None, ge=1)
     injection_policy: Literal["flag", "block"] | None = None
+    compaction_tokens: int | None = Field(default=None, ge=0)
+    compaction_keep_turns: int | None = Field(default=None, ge=1)
 
 
 class Settings(BaseSettings):
@@ -264,6 +266,13 @@ class Settings(BaseSettings):
     # majlis.models.injection): "flag" marks the turn (TurnCompleted.safety_flags)
     # and answers as usual; "block" answers a polite refusal without calling the model.
     injection_policy: Literal["flag", "block"] = "flag"
+
+    # --- compaction (majlis.compaction), per tenant overridable: when a thread's
+    # history passes this many estimated tokens, the turns before the latest
+    # compaction_keep_turns fold into a running summary (by the model when one
+    # is configured, else extractively) and leave the checkpoint. 0: never.
+    compaction_tokens: int = Field(default=0, ge=0)
+    compaction_keep_turns: int = Field(default=4, ge=1)
 
     # --- observability: "console" prints one line per finished span (turns) ---
     traces: Literal["off", "console"] = "off"

@@ -27,11 +27,12 @@ from majlis.records import (
     Recollection,
     Reply,
     Setting,
+    ThreadSummary,
     ToolScope,
     TurnInput,
     need,
 )
-from majlis.state import ThreadState, history
+from majlis.state import ThreadState, history, summary_of
 from majlis.tenants import Tenant, Tenants
 from majlis.tools import ToolContext, ToolRegistry, TurnOutput, run_model_turn
 from nlp import pii
@@ -71,7 +72,7 @@ class Respond:
         raw = raw_turn_text() if tenant.pii_to_model == "raw" else None
         request = ModelRequest(
             messages=(ChatMessage(role="system", content=_system_prompt(
-                          tenant, setting, recollection, sup)),
+                          tenant, setting, recollection, sup, summary_of(state))),
                       *(ChatMessage(role=m.role, content=m.text)
                         for m in history(state, last=HISTORY_MESSAGES)),
                       ChatMessage(role="user", content=raw or inp.text)),
@@ -165,8 +166,9 @@ def _responder_context(inp: TurnInput, analysis: Analysis, setting: Setting,
 
 
 def _system_prompt(tenant: Tenant, setting: Setting, recollection: Recollection,
-                   sup: support.SupportTurn) -> str:
-    """The tenant persona, the tone directive, recalled memories fenced as data, the date."""
+                   sup: support.SupportTurn, summary: ThreadSummary | None = None) -> str:
+    """The tenant persona, the tone directive, recalled memories fenced as data, the date,
+    and the summary of the thread's folded turns (majlis.compaction)."""
     hy, hm, hd = setting.hijri
     return compose_system_prompt(
         persona=tenant.profile.persona_name,
@@ -181,6 +183,7 @@ def _system_prompt(tenant: Tenant, setting: Setting, recollection: Recollection,
         extra_policy=support.model_policy(
             persona=tenant.profile.persona_name,
             order_missing=bool(sup.state.get("awaiting"))),
+        summary=summary.text if summary else "",
     )
 
 

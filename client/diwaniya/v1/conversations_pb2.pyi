@@ -731,6 +731,9 @@ class Thread(_message.Message):
     HANDOFF_REASON_FIELD_NUMBER: _builtins.int
     HANDOFF_SUMMARY_AR_FIELD_NUMBER: _builtins.int
     HANDED_OFF_AT_FIELD_NUMBER: _builtins.int
+    HISTORY_SUMMARY_FIELD_NUMBER: _builtins.int
+    FOLDED_TURNS_FIELD_NUMBER: _builtins.int
+    HISTORY_SUMMARY_METHOD_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     user_id: _builtins.str
     phase: _builtins.str
@@ -744,6 +747,16 @@ class Thread(_message.Message):
     """
     handoff_reason: _builtins.str
     handoff_summary_ar: _builtins.str
+    history_summary: _builtins.str
+    """The turns no longer in `messages`: past the tenant's compaction budget
+    (DIWANIYA_COMPACTION_TOKENS) a thread's oldest turns fold into this running
+    summary — the customer's requests and facts as typed, numbers masked, the
+    replies shortened. "" while nothing is folded.
+    """
+    folded_turns: _builtins.int
+    """how many turns the summary stands for"""
+    history_summary_method: _builtins.str
+    """"model" or "extractive" (the last fold's)"""
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Message]: ...
     @_builtins.property
@@ -769,10 +782,13 @@ class Thread(_message.Message):
         handoff_reason: _builtins.str = ...,
         handoff_summary_ar: _builtins.str = ...,
         handed_off_at: _timestamp_pb2.Timestamp | None = ...,
+        history_summary: _builtins.str = ...,
+        folded_turns: _builtins.int = ...,
+        history_summary_method: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "handed_off_at", b"handed_off_at", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["completion_tokens", b"completion_tokens", "cost_usd", b"cost_usd", "created_at", b"created_at", "dialect", b"dialect", "handed_off", b"handed_off", "handed_off_at", b"handed_off_at", "handoff_reason", b"handoff_reason", "handoff_summary_ar", b"handoff_summary_ar", "messages", b"messages", "phase", b"phase", "prompt_tokens", b"prompt_tokens", "thread_id", b"thread_id", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["completion_tokens", b"completion_tokens", "cost_usd", b"cost_usd", "created_at", b"created_at", "dialect", b"dialect", "folded_turns", b"folded_turns", "handed_off", b"handed_off", "handed_off_at", b"handed_off_at", "handoff_reason", b"handoff_reason", "handoff_summary_ar", b"handoff_summary_ar", "history_summary", b"history_summary", "history_summary_method", b"history_summary_method", "messages", b"messages", "phase", b"phase", "prompt_tokens", b"prompt_tokens", "thread_id", b"thread_id", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
