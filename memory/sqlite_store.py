@@ -73,6 +73,11 @@ from memory.typo import TYPO_WEIGHT, unknown_terms
 
 __all__ = ["SqliteMemoryStore"]
 
+# How long a write waits for another connection's write lock, and how long
+# setup() waits for another process's migration (see setup).
+_BUSY_MS = 5_000
+_MIGRATION_WAIT_MS = 600_000
+
 _UPSERT = """
 INSERT INTO memory_records
     (tenant, id, user_id, kind, text, title, metadata, thread_id, turn_id, doc_id,
@@ -174,7 +179,7 @@ class SqliteMemoryStore:
             except Exception as exc:  # sqlite3.Error and OSError alike
                 raise Unavailable(f"cannot open memory database {self._path}: {exc}") from exc
             await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA busy_timeout=5000")
+            await db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             self._db = db
         return self._db
 
@@ -184,28 +189,39 @@ class SqliteMemoryStore:
             await db.commit()
             # IMMEDIATE takes the write lock first: a second process running
             # setup, or writing rows, waits, so the backfill is exact and runs once.
-            await db.execute("BEGIN IMMEDIATE")
-            for statement in _statements(_POOL_SCHEMA):
-                await db.execute(statement)
-            cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (_POOL_MARK,))
-            if cur.rowcount == 1:
-                for statement in _statements(_POOL_BACKFILL):
-                    await db.execute(statement)
-            for statement in _statements(TERMS_SCHEMA):
-                await db.execute(statement)
-            cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TERMS_MARK,))
-            if cur.rowcount == 1:
-                for statement in _statements(TERMS_BACKFILL):
-                    await db.execute(statement)
-            for statement in _statements(TYPO_SCHEMA):
-                await db.execute(statement)
-            cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TYPO_MARK,))
-            if cur.rowcount == 1:
-                async with db.execute("SELECT tenant, keys FROM memory_records") as rows:
-                    async for tenant, keys in rows:
-                        await db.executemany(ADD_WORDS, words(tenant, keys))
-            await db.commit()
+            # A backfill holds that lock for a while (memory_terms of 100,000
+            # rows: ~12 s of CPU), so setup waits for it up to _MIGRATION_WAIT_MS
+            # rather than the 5 s a normal write waits, and then finds it done.
+            await db.execute(f"PRAGMA busy_timeout={_MIGRATION_WAIT_MS}")
+            try:
+                await self._migrate(db)
+            finally:
+                await db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             self._vocabulary = True
+
+    async def _migrate(self, db: aiosqlite.Connection) -> None:
+        """Create the derived tables and triggers, backfilling each once (its mark)."""
+        await db.execute("BEGIN IMMEDIATE")
+        for statement in _statements(_POOL_SCHEMA):
+            await db.execute(statement)
+        cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (_POOL_MARK,))
+        if cur.rowcount == 1:
+            for statement in _statements(_POOL_BACKFILL):
+                await db.execute(statement)
+        for statement in _statements(TERMS_SCHEMA):
+            await db.execute(statement)
+        cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TERMS_MARK,))
+        if cur.rowcount == 1:
+            for statement in _statements(TERMS_BACKFILL):
+                await db.execute(statement)
+        for statement in _statements(TYPO_SCHEMA):
+            await db.execute(statement)
+        cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TYPO_MARK,))
+        if cur.rowcount == 1:
+            async with db.execute("SELECT tenant, keys FROM memory_records") as rows:
+                async for tenant, keys in rows:
+                    await db.executemany(ADD_WORDS, words(tenant, keys))
+        await db.commit()
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         ready = [r.validated() for r in records]

@@ -15,7 +15,9 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from memory import Kind, NewRecord, SqliteMemoryStore
+import pytest
+
+from memory import Kind, NewRecord, SqliteMemoryStore, sqlite_store
 from memory.terms import KeyFunction
 
 RUN = uuid.uuid4().hex[:8]
@@ -117,3 +119,30 @@ async def test_sqlite_file_from_before_term_statistics_is_counted_once(
     finally:
         for r in replicas:
             await r.close()
+
+
+async def test_setup_waits_out_another_process_migration(
+    tmp_path: Path, keys: KeyFunction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A backfill holds the write lock for seconds on a big file; a replica
+    # starting meanwhile must wait for it (then find it done), not fail as a
+    # normal write does after its busy timeout (shortened here to 50 ms).
+    monkeypatch.setattr(sqlite_store, "_BUSY_MS", 50)
+    path = tmp_path / "busy.sqlite3"
+    first = SqliteMemoryStore(path, keys=keys)
+    await first.setup()
+    await first.close()
+    migrating = sqlite3.connect(path, isolation_level=None)
+    migrating.execute("BEGIN IMMEDIATE")  # the other process, mid-migration
+    late = SqliteMemoryStore(path, keys=keys)
+    try:
+        starting = asyncio.create_task(late.setup())
+        await asyncio.sleep(0.5)  # ten busy timeouts
+        assert not starting.done()
+        migrating.execute("COMMIT")
+        await starting
+        await late.put(_rows(A))
+        assert await late.search(A, "سارة", user_id="u1")
+    finally:
+        migrating.close()
+        await late.close()
