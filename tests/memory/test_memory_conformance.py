@@ -342,3 +342,19 @@ async def test_ranking_ignores_other_tenants_rows(store: MemoryStore, tenants: T
         await store.put(noise[start:start + 500])
     assert await store.search(b, "الاسترجاع", k=1)  # B's rows are really there
     assert await _ranking(store, a) == alone
+
+
+async def test_a_question_of_common_words_only_still_ranks(store: MemoryStore, tenants: T) -> None:
+    # Every word of the question is in more rows than the candidate budget
+    # (memory.candidates): the rarest is AND-ed with the next, and when that
+    # leaves fewer than k rows, rows holding the rarest alone fill the rest.
+    t = tenants("acme")
+    orders = [doc(t, f"o{i}", f"الطلب رقم {i} قيد التجهيز") for i in range(300)]
+    shipping = [doc(t, f"s{i}", f"الشحن إلى المدينة {i}") for i in range(260)]
+    both = [doc(t, f"b{i}", f"الطلب {i} خرج مع الشحن") for i in range(2)]
+    for start in range(0, 562, 200):
+        await store.put([*orders, *shipping, *both][start:start + 200])
+    hits = await store.search(t, "الطلب الشحن", k=5)
+    assert len(hits) == 5
+    assert {h.record.doc_id for h in hits[:2]} == {"kb:b0", "kb:b1"}
+    assert {h.record.doc_id[:4] for h in hits[2:]} == {"kb:s"}
