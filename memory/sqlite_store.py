@@ -268,6 +268,9 @@ class SqliteMemoryStore:
                 " AND doc_id IN (SELECT value FROM json_each(?))",
                 (tenant, json.dumps(list(documents), ensure_ascii=False)))
             await db.executemany(_UPSERT, rows)
+            if self._vocabulary:  # the typo stage's vocabulary, as put() adds it
+                await db.executemany(ADD_WORDS, sorted(
+                    {pair for row in rows for pair in words(row[0], row[12])}))
             await db.commit()
         return len(rows)
 
