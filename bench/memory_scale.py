@@ -1,8 +1,14 @@
-"""PostgreSQL memory store at scale: insert throughput and search latency.
+"""The memory store at scale: insert throughput and search latency.
 
     nice -n 10 python bench/memory_scale.py [--sizes 10000,100000[,1000000]]
         [--dsn ADMIN_DSN] [--queries 2000] [--passes 3]
         [--keep-db NAME | --reuse-db NAME] [--merge] [--no-results]
+        [--store postgres|sqlite] [--sqlite-path FILE]
+
+``--store sqlite`` times the embedded store instead (a file in a temporary
+directory, or ``--sqlite-path FILE``, kept and reused like ``--reuse-db``;
+``ANALYZE`` stands in for ``VACUUM ANALYZE``); results go to
+bench/results/memory_scale_sqlite.json.
 
 Rows are Arabic text assembled from ../shared/data (dialect tweets and ARCD
 Wikipedia sentences): 1–3 sentences each, 90% tenant-wide documents and 10%
@@ -47,15 +53,24 @@ import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
+import sqlite3  # noqa: E402
 import statistics  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
+from collections.abc import Awaitable, Callable  # noqa: E402
 from functools import lru_cache  # noqa: E402
 
 import asyncpg  # noqa: E402
 
 import nlp  # noqa: E402
-from memory import Kind, NewRecord, PostgresMemoryStore  # noqa: E402
+from memory import (  # noqa: E402
+    Kind,
+    MemoryStore,
+    NewRecord,
+    PostgresMemoryStore,
+    SqliteMemoryStore,
+)
 from memory.terms import KeyFunction  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,6 +157,9 @@ async def main() -> dict:
                              " the spread of p99 across runs is reported")
     parser.add_argument("--no-typo", action="store_true",
                         help="switch the typo stage (memory.typo) off")
+    parser.add_argument("--store", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--sqlite-path", type=Path, default=None,
+                        help="--store sqlite: load into FILE (created if missing) and keep it")
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
@@ -159,6 +177,20 @@ async def main() -> dict:
     keys_per_s = len(sample) / (time.perf_counter() - t0)
     row_keys = sentence_memoised(keys)
 
+    if args.store == "sqlite":
+        results, name, have = await sqlite_sizes(args, sizes, rng, pool, held_out, row_keys)
+    else:
+        results, name, have = await postgres_sizes(args, sizes, rng, pool, held_out, row_keys)
+    if not results:
+        print(json.dumps({"loaded": name, "rows": have}))
+        return {}
+    return report(args, results, sentences, keys_per_s)
+
+
+async def postgres_sizes(args: argparse.Namespace, sizes: list[int], rng: random.Random,
+                         pool: list[str], held_out: list[str], row_keys: KeyFunction
+                         ) -> tuple[list[dict], str, int]:
+    """Load and time the PostgreSQL store at each size (a scratch or kept database)."""
     admin = await asyncpg.connect(args.dsn)
     name = args.reuse_db or args.keep_db or f"diwaniya_scale_{uuid.uuid4().hex[:8]}"
     keep = bool(args.reuse_db or args.keep_db)
@@ -190,33 +222,91 @@ async def main() -> dict:
             await conn.execute("VACUUM ANALYZE memory_terms")
             if args.queries <= 0:
                 continue
-            # Queries depend only on the seed and the size, not on how the
-            # table was loaded, so a reused database is timed on the same set.
-            qrng = random.Random(args.seed * 1_000_003 + size)
-            queries = make_queries(qrng, held_out, args.queries)
-            users = [f"u{qrng.randrange(1000)}" for _ in queries]
-            warm = make_queries(random.Random(-size), held_out, 200)
-            for run in range(args.runs):
-                row = await timed_run(store, conn, args, size, added, insert_s, queries, users,
-                                      warm)
-                row["run"] = run + 1
-                results.append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+            queries, users, warm = size_queries(args, size, held_out)
+            results += await timed_runs(store, args, size, added, insert_s, queries, users,
+                                        warm, lambda: _pg_mb(conn))
         await conn.close()
         await store.close()
     finally:
         if not keep:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
-    if not results:
-        print(json.dumps({"loaded": name, "rows": have}))
-        return {}
-    return report(args, results, sentences, keys_per_s)
+    return results, name, have
 
 
-async def timed_run(store: PostgresMemoryStore, conn: asyncpg.Connection,
-                    args: argparse.Namespace, size: int, added: int, insert_s: float,
-                    queries: list[str], users: list[str], warm: list[str]) -> dict:
+async def sqlite_sizes(args: argparse.Namespace, sizes: list[int], rng: random.Random,
+                       pool: list[str], held_out: list[str], row_keys: KeyFunction
+                       ) -> tuple[list[dict], str, int]:
+    """Load and time the SQLite store at each size (a temporary or kept file)."""
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(args.sqlite_path or Path(tmp) / "memory.sqlite3")
+        store = SqliteMemoryStore(path, keys=row_keys, typo=not args.no_typo)
+        await store.setup()
+        db = sqlite3.connect(path)
+        have = db.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+        if have > sizes[0]:
+            raise SystemExit(f"{path} already holds {have} rows, more than {sizes[0]}")
+        try:
+            for size in sizes:
+                insert_s = 0.0
+                added = size - have
+                while have < size:
+                    batch = make_rows(rng, pool, have, min(args.batch, size - have))
+                    t0 = time.perf_counter()
+                    await store.put(batch)
+                    insert_s += time.perf_counter() - t0
+                    have += len(batch)
+                db.execute("ANALYZE")
+                if args.queries <= 0:
+                    continue
+                queries, users, warm = size_queries(args, size, held_out)
+                results += await timed_runs(store, args, size, added, insert_s, queries, users,
+                                            warm, lambda: _file_mb(path))
+        finally:
+            db.close()
+            await store.close()
+    return results, str(path), have
+
+
+def size_queries(args: argparse.Namespace, size: int, held_out: list[str]
+                 ) -> tuple[list[str], list[str], list[str]]:
+    """Timed queries, their users and warm-up queries of one size.
+
+    They depend only on the seed and the size, not on how the table was
+    loaded, so a reused database (or file) is timed on the same set.
+    """
+    qrng = random.Random(args.seed * 1_000_003 + size)
+    queries = make_queries(qrng, held_out, args.queries)
+    users = [f"u{qrng.randrange(1000)}" for _ in queries]
+    return queries, users, make_queries(random.Random(-size), held_out, 200)
+
+
+async def _pg_mb(conn: asyncpg.Connection) -> float:
+    return float(await conn.fetchval("SELECT pg_database_size(current_database())")) / 2**20
+
+
+async def _file_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 2**20
+
+
+async def timed_runs(store: MemoryStore, args: argparse.Namespace, size: int, added: int,
+                     insert_s: float, queries: list[str], users: list[str], warm: list[str],
+                     db_mb: Callable[[], Awaitable[float]]) -> list[dict]:
+    """``--runs`` measurements at one size, each row printed to stderr as it ends."""
+    rows = []
+    for run in range(args.runs):
+        row = await timed_run(store, args, size, added, insert_s, queries, users, warm)
+        row["db_mb"] = round(await db_mb())
+        row["run"] = run + 1
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+async def timed_run(store: MemoryStore, args: argparse.Namespace, size: int, added: int,
+                    insert_s: float, queries: list[str], users: list[str], warm: list[str]
+                    ) -> dict:
     """One measurement at one size: warm-up, then ``--passes`` timed passes."""
     for q in warm:  # prepared statements, caches; not the timed queries
         await store.search(TENANT, q, user_id="u1")
@@ -236,7 +326,6 @@ async def timed_run(store: PostgresMemoryStore, conn: asyncpg.Connection,
         passes.append(latencies)
     first = passes[0]
     best = [min(times) for times in zip(*passes, strict=True)]
-    db_mb = await conn.fetchval("SELECT pg_database_size(current_database())") / 2**20
     row = {
         "rows": size,
         # None when a reused database already held every row.
@@ -249,7 +338,6 @@ async def timed_run(store: PostgresMemoryStore, conn: asyncpg.Connection,
         "queries": len(queries),
         "queries_with_hits": round(hits / (args.passes * len(queries)), 3),
         "load_avg_1m": round(os.getloadavg()[0], 2),
-        "db_mb": round(db_mb),
     }
     return row
 
@@ -261,7 +349,8 @@ def report(args: argparse.Namespace, results: list[dict], sentences: list[str],
     print("".join(f"{c:>18}" for c in cols))
     for row in results:
         print("".join(f"{row[c]!s:>18}" for c in cols))
-    out = ROOT / "bench" / "results" / "memory_scale.json"
+    out = ROOT / "bench" / "results" / (
+        "memory_scale_sqlite.json" if args.store == "sqlite" else "memory_scale.json")
     if args.merge and out.exists():
         measured = {row["rows"] for row in results}
         kept = [r for r in json.loads(out.read_text(encoding="utf-8"))["sizes"]
@@ -273,7 +362,8 @@ def report(args: argparse.Namespace, results: list[dict], sentences: list[str],
         spread[str(size)] = {"runs": len(p99s), "p99_min_ms": min(p99s), "p99_max_ms": max(p99s),
                              "runs_over_target": sum(p > 20 for p in p99s)}
         print(f"rows={size}: p99 over {len(p99s)} runs {min(p99s)}–{max(p99s)} ms")
-    summary = {"sizes": results, "p99_spread": spread, "typo_stage": not args.no_typo,
+    summary = {"store": args.store, "sizes": results, "p99_spread": spread,
+               "typo_stage": not args.no_typo,
                "keys_texts_per_s": round(keys_per_s), "target_p99_ms": 20}
     if not args.no_results:
         out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

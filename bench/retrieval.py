@@ -23,8 +23,9 @@ PostgreSQL store's candidate pruning holds up as the table grows.
 tolerance; the corpus is untouched.  ``--no-typo`` switches the stores'
 typo stage (memory.typo) off, for the figures without it.  ``--other-tenant N``
 puts N distractors in a second tenant of the same store: the questions'
-tenant is unchanged, so any recall change in SQLite is the shared ranking
-statistics (PostgreSQL keeps them per tenant).
+tenant is unchanged, so its rankings must be those of the run without it
+(both stores keep ranking statistics per tenant); each system's
+``rankings_sha256`` (a digest of every query's ranked ids) shows whether they are.
 
 Prints a table, writes ``bench/results/<out>.json``, and prints one JSON
 object as the last line.  PostgreSQL work happens in a database this script
@@ -43,6 +44,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
@@ -136,11 +138,15 @@ def score(rankings: Sequence[list[str]], queries: Sequence[dict]) -> dict[str, f
     return {name: round(value / len(queries), 4) for name, value in totals.items()}
 
 
-async def run(name: str, ranker: Ranker, queries: Sequence[dict]) -> dict[str, float]:
+async def run(name: str, ranker: Ranker, queries: Sequence[dict]) -> dict[str, float | str]:
     started = time.perf_counter()
     rankings = [await ranker(q["text"]) for q in queries]
     elapsed = time.perf_counter() - started
-    return {**score(rankings, queries), "ms_per_query": round(1000 * elapsed / len(queries), 2)}
+    # A digest of every query's ranked ids: two runs (e.g. with and without
+    # --other-tenant) ranked identically exactly when their digests are equal.
+    digest = hashlib.sha256(json.dumps(rankings).encode()).hexdigest()[:16]
+    return {**score(rankings, queries), "ms_per_query": round(1000 * elapsed / len(queries), 2),
+            "rankings_sha256": digest}
 
 
 async def add_distractors(store: MemoryStore, count: int, tenant: str = TENANT) -> None:
@@ -221,8 +227,8 @@ async def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--misspell", type=int, default=None, metavar="SEED",
                         help="replace questions by seeded misspelled copies (see misspell)")
     parser.add_argument("--other-tenant", type=int, default=0, metavar="N",
-                        help="N distractors in ANOTHER tenant of the same store: SQLite shares"
-                             " ranking statistics across tenants, PostgreSQL does not")
+                        help="N distractors in ANOTHER tenant of the same store: rankings must"
+                             " not change (compare rankings_sha256 with a run without it)")
     parser.add_argument("--no-typo", action="store_true",
                         help="switch the stores' typo stage off (memory.typo)")
     parser.add_argument("--out", default=None, help="results name (default retrieval_<corpus>)")
@@ -236,7 +242,7 @@ async def main(argv: Sequence[str] | None = None) -> dict:
     # As in the service: queries expanded by the dialect → MSA bridge (MSA
     # questions are left alone by it, and must not lose recall).
     bridge = dialect_to_msa
-    results: dict[str, dict[str, float]] = {}
+    results: dict[str, dict[str, float | str]] = {}
     timings: dict[str, float] = {}
 
     results["fts5_unicode61"] = await run("fts5", fts5_anchor(corpus), queries)
@@ -277,12 +283,13 @@ async def main(argv: Sequence[str] | None = None) -> dict:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
 
-    cols = ["recall@1", "recall@5", "recall@10", "mrr@10", "ms_per_query"]
+    cols = ["recall@1", "recall@5", "recall@10", "mrr@10", "ms_per_query", "rankings_sha256"]
     print(f"{args.corpus.name}: {len(corpus)} passages (+{args.distractors} distractors"
           f" in our stores), {len(queries)} queries")
-    print(f"{'system':<20}" + "".join(f"{c:>14}" for c in cols))
+    print(f"{'system':<20}" + "".join(f"{c:>14}" for c in cols[:-1]) + f"{cols[-1]:>18}")
     for system, row in results.items():
-        print(f"{system:<20}" + "".join(f"{row[c]:>14}" for c in cols))
+        print(f"{system:<20}" + "".join(f"{row[c]!s:>14}" for c in cols[:-1])
+              + f"{row[cols[-1]]!s:>18}")
     summary = {"corpus": args.corpus.name, "passages": len(corpus), "queries": len(queries),
                "distractors": args.distractors,
                "other_tenant_rows": args.other_tenant, "misspell_seed": args.misspell,

@@ -1,5 +1,7 @@
 """The SQLite memory store's tables: records, FTS5 index, BM25 length pools.
 
+Per-tenant document frequencies (``memory_terms``) are in memory.sqlite_stats.
+
 Kept apart from the store (memory/sqlite_store.py) as memory/pg_schema.py is
 from the PostgreSQL one: the DDL and its migrations, no behaviour.
 """
@@ -68,6 +70,9 @@ CREATE TABLE IF NOT EXISTS memory_pools (
     PRIMARY KEY (tenant, pool)
 );
 CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY);
+-- The file-wide FTS5 vocabulary: no longer read (ranking uses per-tenant
+-- memory_terms, memory.sqlite_stats); kept for releases before that, which
+-- still read it while they run beside this one.
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_vocab USING fts5vocab(memory_fts, 'row');
 CREATE TRIGGER IF NOT EXISTS memory_pools_ai AFTER INSERT ON memory_records BEGIN
     INSERT INTO memory_pools VALUES (new.tenant, {NEW_POOL}, 1, {NEW_LEN})

@@ -4,14 +4,14 @@ FTS5 indexes the ``keys`` column (the key function's output, word runs
 joined by spaces), never the original text, so both index and query see the
 same normalised forms.  The original text lives in the content table untouched.
 
-Ranking is two-stage.  FTS5's ``bm25()`` (k1=1.2, b=0.75, one average length
-for every row) picks the ``RERANK_CANDIDATES`` best rows; those are rescored
-with length pools (memory.ranking), as the PostgreSQL store scores, from each
-candidate's stored keys, FTS5's document frequencies (an ``fts5vocab`` table)
-and per-pool row counts and lengths that triggers keep in ``memory_pools``.
-Candidates, not all matches, are rescored: on ARCD with 20,000 distractors the
-best 150 by plain bm25() hold as many answers in their pooled top 5 as
-rescoring every match does (prototype, k1=1.0: 0.9233 for 150, 200 and all).
+FTS5 only finds rows; it never scores them, because its statistics are the
+whole file's and a file may hold several tenants.  Ranking uses per-tenant
+statistics (memory.sqlite_stats: document frequencies and length pools kept
+by triggers): memory.candidates picks the rows to score from the tenant's
+document frequencies, and memory.ranking scores them with length-pooled
+BM25 from each candidate's stored keys, the same choice and formula as the
+PostgreSQL store, so a tenant's ids and scores never depend on another
+tenant's rows.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ import aiosqlite
 
 from diwaniya.errors import Unavailable
 from memory.arabizi_stage import all_keys, arabizi_readings, choose_readings
-from memory.expansion import BRIDGE_WEIGHT, OWN_REPEATS, Expander, WeightedTerms, weighted_terms
-from memory.ranking import PoolStats, idf, score_terms
+from memory.candidates import SCAN_CANDIDATES, plan
+from memory.expansion import BRIDGE_WEIGHT, Expander, WeightedTerms, weighted_terms
+from memory.ranking import idf, score_terms
 from memory.records import (
     DocumentInfo,
     Kind,
@@ -52,13 +53,19 @@ from memory.sqlite_schema import (
 from memory.sqlite_schema import (
     SCHEMA as _SCHEMA,
 )
+from memory.sqlite_stats import (
+    TERMS_BACKFILL,
+    TERMS_MARK,
+    TERMS_SCHEMA,
+    document_frequencies,
+    pool_stats,
+)
 from memory.sqlite_typo import (
     ADD_WORDS,
     KNOWN_WORDS,
     TYPO_MARK,
     TYPO_SCHEMA,
     corrections,
-    document_frequencies,
     words,
 )
 from memory.terms import MAX_K, MAX_QUERY_CHARS, KeyFunction
@@ -67,8 +74,10 @@ from memory.typo import TYPO_WEIGHT, unknown_terms
 
 __all__ = ["SqliteMemoryStore"]
 
-# Rows rescored with pools per search (see the module docstring).
-RERANK_CANDIDATES = 150
+# How long a write waits for another connection's write lock, and how long
+# setup() waits for another process's migration (see setup).
+_BUSY_MS = 5_000
+_MIGRATION_WAIT_MS = 600_000
 
 _UPSERT = """
 INSERT INTO memory_records
@@ -90,14 +99,16 @@ _COLUMNS = (
 # Visibility is the same predicate everywhere: tenant-wide rows, plus the
 # asking user's own rows.  ``r.user_id = NULL`` is never true, so a search
 # without a user id sees tenant-wide rows only.
+# Rows in index (rowid) order, which FTS5 yields without sorting: a tenant's
+# rows keep their relative order whatever other tenants add.
 _CANDIDATES = """
-SELECT r.rowid, r.keys
+SELECT r.rowid, r.keys, r.id
 FROM memory_fts JOIN memory_records AS r ON r.rowid = memory_fts.rowid
 WHERE memory_fts MATCH ?
   AND r.tenant = ?
   AND (r.user_id IS NULL OR r.user_id = ?)
   AND r.kind IN (SELECT value FROM json_each(?))
-ORDER BY bm25(memory_fts)
+ORDER BY memory_fts.rowid
 LIMIT ?
 """
 # A document is listed by its first chunk (``{doc_id}#0``, memory.chunking),
@@ -120,11 +131,9 @@ _BY_ROWIDS = (
 class SqliteMemoryStore:
     """:class:`memory.MemoryStore` over an SQLite file (FTS5, via aiosqlite).
 
-    Known difference from PostgreSQL: FTS5 keeps one set of corpus statistics
-    for the whole file, so IDF (and here the pools' average lengths, summed
-    over tenants to match) is computed over all tenants' rows together.
-    Rows stay strictly isolated; only the weights are shared.  The embedded
-    store serves one deployment, where that is normally a single tenant.
+    Tenants sharing a file share nothing but the file: rows are isolated by
+    every query, and ranking statistics are kept per tenant
+    (memory.sqlite_stats), so each tenant ranks as if it were alone.
 
     >>> store = SqliteMemoryStore(Path("data/memory.sqlite3"), keys=search_keys)  # doctest: +SKIP
     """
@@ -171,7 +180,7 @@ class SqliteMemoryStore:
             except Exception as exc:  # sqlite3.Error and OSError alike
                 raise Unavailable(f"cannot open memory database {self._path}: {exc}") from exc
             await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA busy_timeout=5000")
+            await db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             self._db = db
         return self._db
 
@@ -181,22 +190,39 @@ class SqliteMemoryStore:
             await db.commit()
             # IMMEDIATE takes the write lock first: a second process running
             # setup, or writing rows, waits, so the backfill is exact and runs once.
-            await db.execute("BEGIN IMMEDIATE")
-            for statement in _statements(_POOL_SCHEMA):
-                await db.execute(statement)
-            cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (_POOL_MARK,))
-            if cur.rowcount == 1:
-                for statement in _statements(_POOL_BACKFILL):
-                    await db.execute(statement)
-            for statement in _statements(TYPO_SCHEMA):
-                await db.execute(statement)
-            cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TYPO_MARK,))
-            if cur.rowcount == 1:
-                async with db.execute("SELECT tenant, keys FROM memory_records") as rows:
-                    async for tenant, keys in rows:
-                        await db.executemany(ADD_WORDS, words(tenant, keys))
-            await db.commit()
+            # A backfill holds that lock for a while (memory_terms of 100,000
+            # rows: ~12 s of CPU), so setup waits for it up to _MIGRATION_WAIT_MS
+            # rather than the 5 s a normal write waits, and then finds it done.
+            await db.execute(f"PRAGMA busy_timeout={_MIGRATION_WAIT_MS}")
+            try:
+                await self._migrate(db)
+            finally:
+                await db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             self._vocabulary = True
+
+    async def _migrate(self, db: aiosqlite.Connection) -> None:
+        """Create the derived tables and triggers, backfilling each once (its mark)."""
+        await db.execute("BEGIN IMMEDIATE")
+        for statement in _statements(_POOL_SCHEMA):
+            await db.execute(statement)
+        cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (_POOL_MARK,))
+        if cur.rowcount == 1:
+            for statement in _statements(_POOL_BACKFILL):
+                await db.execute(statement)
+        for statement in _statements(TERMS_SCHEMA):
+            await db.execute(statement)
+        cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TERMS_MARK,))
+        if cur.rowcount == 1:
+            for statement in _statements(TERMS_BACKFILL):
+                await db.execute(statement)
+        for statement in _statements(TYPO_SCHEMA):
+            await db.execute(statement)
+        cur = await db.execute("INSERT OR IGNORE INTO memory_meta VALUES (?)", (TYPO_MARK,))
+        if cur.rowcount == 1:
+            async with db.execute("SELECT tenant, keys FROM memory_records") as rows:
+                async for tenant, keys in rows:
+                    await db.executemany(ADD_WORDS, words(tenant, keys))
+        await db.commit()
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         ready = [r.validated() for r in records]
@@ -243,6 +269,9 @@ class SqliteMemoryStore:
                 " AND doc_id IN (SELECT value FROM json_each(?))",
                 (tenant, json.dumps(list(documents), ensure_ascii=False)))
             await db.executemany(_UPSERT, rows)
+            if self._vocabulary:  # the typo stage's vocabulary, as put() adds it
+                await db.executemany(ADD_WORDS, sorted(
+                    {pair for row in rows for pair in words(row[0], row[12])}))
             await db.commit()
         return len(rows)
 
@@ -323,32 +352,38 @@ class SqliteMemoryStore:
         """The readings' keys this tenant's rows hold (memory.arabizi_stage), new to ``have``."""
         async with db.execute(KNOWN_WORDS, (tenant, _json(all_keys(readings)))) as cur:
             listed = [str(r[0]) for r in await cur.fetchall()]
-        # FTS5's document frequencies: a key no row holds any more is never chosen.
-        held = await document_frequencies(db, listed)
+        # The tenant's document frequencies: a key no row holds any more is never chosen.
+        held = await document_frequencies(db, tenant, listed)
         return [t for t in choose_readings(readings, held) if t not in have]
 
     async def _ranked(
         self, db: aiosqlite.Connection, tenant: str, weighted: WeightedTerms, fixes: list[str],
         user_id: str | None, kinds: Collection[Kind] | None, k: int,
     ) -> list[tuple[float, Sequence[Any]]]:
-        """The k best (score, row) pairs: FTS5 candidates rescored with pools."""
-        terms = weighted.all + fixes
-        # bm25() sums over the query's phrases, so listing the own terms
-        # OWN_REPEATS times weights bridge terms 1/OWN_REPEATS (memory.expansion);
-        # the score is divided back so it keeps the unexpanded scale.
-        repeats = OWN_REPEATS if weighted.bridged else 1
-        phrases = weighted.own * repeats + weighted.bridged + fixes
-        # Each term is a quoted FTS5 string: inside quotes only '"' is special
-        # and it is doubled; word-run terms never contain one anyway.
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in phrases)
+        """The k best (score, row) pairs: candidates (memory.candidates) scored with pools."""
+        df = await document_frequencies(db, tenant, list(dict.fromkeys(weighted.all + fixes)))
+        chosen = plan(df)
+        if chosen is None:
+            return []
         kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
-        args = (match, tenant, user_id, kind_list, RERANK_CANDIDATES)
-        async with db.execute(_CANDIDATES, args) as cur:
-            candidates = list(await cur.fetchall())
+
+        async def matching(terms: list[str], conjunctive: bool, limit: int) -> list[Any]:
+            # Each term is a quoted FTS5 string: inside quotes only '"' is
+            # special and it is doubled; word-run terms never contain one anyway.
+            match = (" AND " if conjunctive else " OR ").join(
+                '"' + t.replace('"', '""') + '"' for t in terms)
+            async with db.execute(_CANDIDATES, (match, tenant, user_id, kind_list, limit)) as cur:
+                return list(await cur.fetchall())
+
+        candidates = await matching(chosen.main, chosen.conjunctive, chosen.take)
+        if chosen.alone is not None and len(candidates) < k:
+            # Every AND match holds the rarest term too: skip those, keep the next.
+            seen = {row[0] for row in candidates}
+            more = await matching([chosen.alone], False, SCAN_CANDIDATES + len(candidates))
+            candidates += [row for row in more if row[0] not in seen][:SCAN_CANDIDATES]
         if not candidates:
             return []
-        stats = await _pool_stats(db)
-        df = await document_frequencies(db, terms)
+        stats = await pool_stats(db, tenant)
         weights = {t: idf(stats.n_docs, df[t]) for t in weighted.own if t in df}
         for t in weighted.bridged:
             if t in df:
@@ -356,13 +391,14 @@ class SqliteMemoryStore:
         for t in fixes:
             if t in df:
                 weights.setdefault(t, TYPO_WEIGHT * idf(stats.n_docs, df[t]))
+        # Ties go to the smaller record id, as in the PostgreSQL store.
         scored = sorted(
-            ((score_terms(row[1].split(), weights, stats), row[0]) for row in candidates),
-            key=lambda pair: (-pair[0], pair[1]),
+            ((score_terms(row[1].split(), weights, stats), row[2], row[0]) for row in candidates),
+            key=lambda item: (-item[0], item[1]),
         )[:k]
-        async with db.execute(_BY_ROWIDS, (json.dumps([r for _, r in scored]),)) as cur:
+        async with db.execute(_BY_ROWIDS, (json.dumps([r for _, _, r in scored]),)) as cur:
             by_rowid = {row[0]: row[1:] for row in await cur.fetchall()}
-        return [(score, by_rowid[r]) for score, r in scored if r in by_rowid]
+        return [(score, by_rowid[r]) for score, _, r in scored if r in by_rowid]
 
     async def user_records(
         self, tenant: str, user_id: str, *, kinds: Collection[Kind] | None = None, limit: int = 50
@@ -415,16 +451,6 @@ def _statements(script: str) -> list[str]:
             out.append(joined)
             current = []
     return out
-
-
-async def _pool_stats(db: aiosqlite.Connection) -> PoolStats:
-    sql = "SELECT pool, sum(n_docs), sum(total_len) FROM memory_pools GROUP BY pool"
-    got = {0: (0, 0), 1: (0, 0)}
-    async with db.execute(sql) as cur:
-        for pool, n, total in await cur.fetchall():
-            got[int(pool)] = (int(n or 0), int(total or 0))
-    return PoolStats(short_docs=got[0][0], short_len=got[0][1],
-                     long_docs=got[1][0], long_len=got[1][1])
 
 
 def _json(values: Sequence[str]) -> str:

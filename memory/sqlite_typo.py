@@ -6,22 +6,20 @@ migration and ``corrections`` when a query has keys the tenant lacks.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-
 import aiosqlite
 
+from memory.sqlite_stats import document_frequencies
 from memory.typo import CANDIDATES_PER_TERM, best_corrections, candidate_trigrams
 
-__all__ = ["ADD_WORDS", "KNOWN_WORDS", "TYPO_MARK", "TYPO_SCHEMA", "corrections",
-           "document_frequencies", "words"]
+__all__ = ["ADD_WORDS", "KNOWN_WORDS", "TYPO_MARK", "TYPO_SCHEMA", "corrections", "words"]
 
 # Typo stage (memory.typo): each tenant's vocabulary of index keys, and an
 # FTS5 trigram index over it (external content, kept by the trigger).  Keys
 # are added by put(); a file from before the stage is backfilled from its
 # rows once (TYPO_MARK), in the same IMMEDIATE transaction as the schema.
 # Keys whose last record is deleted stay listed: corrections are checked
-# against FTS5's document frequencies, so such a key is never chosen.
+# against the tenant's document frequencies (memory.sqlite_stats), so such a
+# key is never chosen.
 TYPO_SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_words (
     tenant TEXT NOT NULL,
@@ -57,13 +55,6 @@ LIMIT ?
 """
 
 
-async def document_frequencies(db: aiosqlite.Connection, terms: Sequence[str]) -> dict[str, int]:
-    """FTS5's own document frequency of each term the index holds."""
-    sql = "SELECT term, doc FROM memory_vocab WHERE term IN (SELECT value FROM json_each(?))"
-    async with db.execute(sql, (json.dumps(list(terms), ensure_ascii=False),)) as cur:
-        return {str(term): int(doc) for term, doc in await cur.fetchall()}
-
-
 def words(tenant: str, keys: str) -> set[tuple[str, str]]:
     """(tenant, key) pairs of one row's space-joined keys, for memory_words."""
     return {(tenant, term) for term in keys.split()}
@@ -83,8 +74,8 @@ async def corrections(db: aiosqlite.Connection, tenant: str, unknown: list[str],
         edge = (tenant, term[:2], term[:2] + "\U0010ffff", term[-2:], CANDIDATES_PER_TERM)
         async with db.execute(_EDGE_WORDS, edge) as cur:
             found.update(str(r[0]) for r in await cur.fetchall())
-        # FTS5's document frequencies: a key no row holds any more is never chosen.
-        df = await document_frequencies(db, sorted(found))
+        # The tenant's document frequencies: a key no row holds any more is never chosen.
+        df = await document_frequencies(db, tenant, sorted(found))
         for fix in best_corrections(term, [(w, df[w]) for w in found if df.get(w)]):
             if fix not in have:
                 fixes.setdefault(fix, None)

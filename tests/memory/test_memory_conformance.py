@@ -299,3 +299,62 @@ async def test_user_records_lists_only_that_users_rows_newest_first(
     assert [r.id for r in rows] == ["a", "n"]
     assert await store.user_records(t, "u1", limit=1) == rows[:1]
     assert await store.user_records(t, "u1", kinds={Kind.PREFERENCE}) == []
+
+
+# Questions for the ranking-isolation test: a passage against short items,
+# plain lookups, a typo (memory.typo corrects it from the tenant's own
+# vocabulary), and a user's own fact.
+ISOLATION_QUERIES = [
+    ("كيف استرجع المبلغ اذا المنتج معه الفاتورة", None),
+    ("الضمان على الأجهزة الكهربائية", None),
+    ("التوصيل داخل الرياض كم يوم", None),
+    ("ساعات العمل يوم الخميس", None),
+    ("الاستجراع خلال كم يوم", None),  # الاسترجاع with two letters swapped
+    ("وين الفاتورة حقتي", "u1"),
+]
+
+
+async def _ranking(store: MemoryStore, tenant: str) -> list[list[tuple[str, float, str]]]:
+    return [
+        [(h.record.id, h.score, h.snippet)
+         for h in await store.search(tenant, query, user_id=user, k=10)]
+        for query, user in ISOLATION_QUERIES
+    ]
+
+
+async def test_ranking_ignores_other_tenants_rows(store: MemoryStore, tenants: T) -> None:
+    # Ranking statistics are per tenant in both stores: 2,000 rows of another
+    # tenant in the same store, written in the same words (which would move
+    # any shared document frequency or average length), change neither the
+    # ids nor the scores of this tenant's results, exactly.
+    a, b = tenants("a"), tenants("b")
+    await store.put([
+        *(doc(a, key) for key in KB), doc(a, "policy", POLICY),
+        *(doc(a, f"faq{i}", item) for i, item in enumerate(SHORT_ITEMS)),
+        fact(a, "u1", "الفاتورة حقتي رقمها ٤٨٢١"),
+    ])
+    alone = await _ranking(store, a)
+    assert all(alone), alone  # every question finds something to compare
+    texts = [*KB.values(), *SHORT_ITEMS, POLICY]
+    noise = [doc(b, f"n{i}", f"{texts[i % len(texts)]} {SHORT_ITEMS[i % 7]} {i}")
+             for i in range(2_000)]
+    for start in range(0, len(noise), 500):
+        await store.put(noise[start:start + 500])
+    assert await store.search(b, "الاسترجاع", k=1)  # B's rows are really there
+    assert await _ranking(store, a) == alone
+
+
+async def test_a_question_of_common_words_only_still_ranks(store: MemoryStore, tenants: T) -> None:
+    # Every word of the question is in more rows than the candidate budget
+    # (memory.candidates): the rarest is AND-ed with the next, and when that
+    # leaves fewer than k rows, rows holding the rarest alone fill the rest.
+    t = tenants("acme")
+    orders = [doc(t, f"o{i}", f"الطلب رقم {i} قيد التجهيز") for i in range(300)]
+    shipping = [doc(t, f"s{i}", f"الشحن إلى المدينة {i}") for i in range(260)]
+    both = [doc(t, f"b{i}", f"الطلب {i} خرج مع الشحن") for i in range(2)]
+    for start in range(0, 562, 200):
+        await store.put([*orders, *shipping, *both][start:start + 200])
+    hits = await store.search(t, "الطلب الشحن", k=5)
+    assert len(hits) == 5
+    assert {h.record.doc_id for h in hits[:2]} == {"kb:b0", "kb:b1"}
+    assert {h.record.doc_id[:4] for h in hits[2:]} == {"kb:s"}

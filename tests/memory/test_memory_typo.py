@@ -82,6 +82,18 @@ async def test_misspelled_questions_find_their_record(
         assert await off.search(t, query, k=3) == [], query
 
 
+async def test_documents_uploaded_through_the_api_are_corrected_toward(
+        pair: tuple[MemoryStore, MemoryStore]) -> None:
+    # UpsertDocuments writes through replace_documents, not put: its words
+    # must join the tenant's vocabulary all the same.
+    on, _ = pair
+    t = tenant()
+    await on.replace_documents(t, {key: [record] for key, record in
+                                   zip(KB, docs(t), strict=True)})
+    hits = await on.search(t, "الاستجراع", k=3)
+    assert hits and hits[0].record.doc_id == "refund"
+
+
 async def test_the_corrected_word_is_highlighted_in_the_original(
         pair: tuple[MemoryStore, MemoryStore]) -> None:
     on, _ = pair
