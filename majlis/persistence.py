@@ -43,7 +43,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import ConfigurationError, Unavailable
 from majlis.fence import DeferredSaver
+from majlis.limit_storage import PG_DDL as LIMITS_DDL
 from majlis.records import CHECKPOINT_TYPES
+from majlis.retention import RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
 from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
@@ -76,6 +78,8 @@ class Persistence:
     retry_after_s: float = 1.0
     # Each turn's events for ResumeTurn (majlis.turn_log); None: not logged.
     turn_log: TurnLog | None = None
+    # Checkpoints kept per thread and idle expiry (majlis.retention; diwaniya gc).
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
 
     def errors(self) -> translate_store_errors:
         """``with persistence.errors():`` — database failures inside become domain errors."""
@@ -196,6 +200,9 @@ async def migrate_postgres(
             await AsyncPostgresSaver(conn).setup()
             await conn.execute(THREADS_DDL)
             await conn.execute(TURN_EVENTS_DDL)
+            # The rate-limit counters (majlis.limit_storage): created here, so a
+            # replica needs no DDL right at start-up (DIWANIYA_MIGRATE_ON_START=false).
+            await conn.execute(LIMITS_DDL)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
@@ -230,6 +237,7 @@ async def open_postgres(
     max_waiters: int = 8,
     options: PoolOptions | None = None,
     turn_log: dict[str, float] | None = None,
+    retention: RetentionPolicy | None = None,
 ) -> Persistence:
     o = options or PoolOptions(min_size=min_size, max_size=max_size,
                                lock_pool_size=lock_pool_size)
@@ -270,22 +278,26 @@ async def open_postgres(
         await pool.close()
         await lock_pool.close()
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
-    threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
+    retention = retention or RetentionPolicy()
+    threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters, retention=retention)
     saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
                        retry_after_s=o.retry_after_s,
-                       turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})))
+                       turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})),
+                       retention=retention)
 
 
 async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8,
-                      turn_log: dict[str, float] | None = None) -> Persistence:
+                      turn_log: dict[str, float] | None = None,
+                      retention: RetentionPolicy | None = None) -> Persistence:
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     path = data_dir / "threads.sqlite3"
     saver_conn = await aiosqlite.connect(path)
     await enable_wal(saver_conn)
     registry_conn = await aiosqlite.connect(path)
     inner = AsyncSqliteSaver(saver_conn, serde=checkpoint_serde())
-    threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters)
+    retention = retention or RetentionPolicy()
+    threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters, retention=retention)
     if migrate:
         await inner.setup()
         await threads.migrate()
@@ -302,4 +314,4 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
         await threads.clear_dead_leases()
     return Persistence(DeferredSaver(inner), threads, "sqlite",
                        [saver_conn.close, registry_conn.close, events_conn.close],
-                       turn_log=TurnLog(events, **(turn_log or {})))
+                       turn_log=TurnLog(events, **(turn_log or {})), retention=retention)

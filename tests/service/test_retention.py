@@ -1,0 +1,137 @@
+"""Retention over gRPC on both stores (issue #15 item 5): the latest N checkpoints per
+thread, idle expiry with the thread's memories, and ``diwaniya gc`` — checked in the
+database itself."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import pytest
+
+from service import DiwaniyaClient, gc_cli
+from service.settings import Settings, TenantSettings
+from tests.service._retention_db import ThreadRows
+from tests.service.conftest import collect
+
+HOUR = 3600.0
+
+
+async def _gc(settings: Settings, *, dry_run: bool = False, batch: int = 500) -> None:
+    """``diwaniya gc`` in this process (the CLI's own code, on its own connections)."""
+    assert await gc_cli.run(settings, argparse.Namespace(dry_run=dry_run,
+                                                         batch_size=batch)) == 0
+
+
+async def _turns(client: DiwaniyaClient, user: str, texts: list[str], thread_id: str = ""
+                 ) -> str:
+    for text in texts:
+        events = await collect(client.send(text, user_id=user, thread_id=thread_id))
+        assert events[-1].HasField("turn_completed")
+        thread_id = events[-1].thread_id
+    return thread_id
+
+
+async def test_a_thread_keeps_its_latest_n_checkpoints_and_goes_on(
+    run_service: Callable[..., Any],
+) -> None:
+    user = f"keep-{uuid.uuid4().hex[:6]}"
+    texts = ["السلام عليكم", "عندي مشكلة في الطلب", "الطلب ما وصل", "متى يوصل؟", "شكراً"]
+    async with run_service(checkpoints_kept=2) as svc:
+        db = ThreadRows(svc.settings)
+        thread_id = await _turns(svc.client, user, texts[:1])
+        for n, text in enumerate(texts[1:], start=2):
+            await _turns(svc.client, user, [text], thread_id)
+            assert db.checkpoints(thread_id) == min(n, 2)
+            assert db.orphan_blobs(thread_id) == 0
+        thread = await svc.client.get_thread(thread_id, user_id=user)
+    # The head holds the whole conversation: nothing the customer said is lost.
+    assert [m.text for m in thread.messages if m.role == "user"] == texts
+    _, head = db.registry(thread_id) or (0, "")
+    assert head  # the head survived every prune (fencing compares with it)
+
+
+async def test_replay_still_works_after_its_checkpoint_was_pruned(
+    run_service: Callable[..., Any],
+) -> None:
+    user = f"replay-{uuid.uuid4().hex[:6]}"
+    request_id = uuid.uuid4().hex
+    async with run_service(checkpoints_kept=1) as svc:
+        first = await collect(svc.client.send("وين طلبي؟", user_id=user, request_id=request_id))
+        thread_id = first[-1].thread_id
+        await _turns(svc.client, user, ["هلا", "مرحبا"], thread_id)
+        assert ThreadRows(svc.settings).checkpoints(thread_id) == 1
+        again = await collect(svc.client.send("وين طلبي؟", user_id=user, request_id=request_id))
+    assert again[-1].turn_completed.replayed
+    assert again[-1].turn_completed.text == first[-1].turn_completed.text
+    assert again[-1].turn_id == first[-1].turn_id
+
+
+async def test_an_idle_thread_expires_with_its_memories_per_tenant(
+    run_service: Callable[..., Any],
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    keys = {f"k-short-{suffix}": "short", f"k-kept-{suffix}": "kept"}
+    user = f"idle-{suffix}"
+    async with run_service(api_keys=keys, thread_idle_ttl_s=HOUR,
+                           tenants={"kept": TenantSettings(thread_idle_ttl_s=0)}) as svc:
+        db = ThreadRows(svc.settings)
+        short = DiwaniyaClient(svc.target, api_key=f"k-short-{suffix}")
+        kept = DiwaniyaClient(svc.target, api_key=f"k-kept-{suffix}")
+        try:
+            text = ["اسمي خالد وعندي مشكلة في الفاتورة"]
+            # One user per thread: a user's name is one memory, moved to the latest thread.
+            gone, fresh = await _turns(short, user, text), await _turns(short, user + "-b", text)
+            forever = await _turns(kept, user, text)
+            assert db.memories(gone) == 1
+            for thread_id in (gone, forever):
+                db.age(thread_id, 2 * HOUR)
+            # Expired at once, before any gc: every read and turn is NOT_FOUND.
+            for call in (lambda: short.get_thread(gone, user_id=user),
+                         lambda: collect(short.send("هلا", user_id=user, thread_id=gone))):
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await call()
+                assert err.value.code() == grpc.StatusCode.NOT_FOUND
+            assert not (await short.list_threads(user_id=user)).threads
+            await _gc(svc.settings)
+            assert set(db.per_table(gone).values()) == {0}, db.per_table(gone)
+            # Another tenant's TTL of 0 keeps its idle thread; a recent one stays too.
+            for thread_id in (fresh, forever):
+                assert db.per_table(thread_id)["diwaniya_threads"] == 1
+                assert db.memories(thread_id) == 1
+            assert len((await kept.get_thread(forever, user_id=user)).messages) == 2
+        finally:
+            await short.close()
+            await kept.close()
+
+
+async def test_gc_dry_run_changes_nothing_then_gc_prunes_once(
+    run_service: Callable[..., Any], settings_for: Callable[..., Settings],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    user = f"dry-{uuid.uuid4().hex[:6]}"
+    async with run_service() as svc:  # N unset: every checkpoint kept
+        thread_id = await _turns(svc.client, user, ["هلا", "مرحبا", "كيف الحال؟", "شكراً"])
+        db = ThreadRows(svc.settings)
+        before = db.per_table(thread_id), db.registry(thread_id)
+        assert before[0]["checkpoints"] == 4
+        strict = settings_for(checkpoints_kept=1, thread_idle_ttl_s=HOUR)
+        capsys.readouterr()
+        await _gc(strict, dry_run=True)
+        assert (db.per_table(thread_id), db.registry(thread_id)) == before
+        out, err = capsys.readouterr()
+        counted = json.loads(out.splitlines()[-1])
+        assert counted["dry_run"] is True and counted["checkpoints_pruned"] >= 3
+        assert "checkpoints: would delete" in err
+        await _gc(strict, batch=1)
+        assert db.checkpoints(thread_id) == 1 and db.orphan_blobs(thread_id) == 0
+        after = db.per_table(thread_id)
+        await _gc(strict)  # idempotent: nothing more to do
+        assert db.per_table(thread_id) == after
+        thread = await svc.client.get_thread(thread_id, user_id=user)
+        assert len([m for m in thread.messages if m.role == "user"]) == 4
+        await _turns(svc.client, user, ["وبعد؟"], thread_id)
