@@ -75,7 +75,7 @@ class Report:
     requests_pruned: int = 0
     turn_events_pruned: int = 0
     counters_pruned: int = 0
-    busy: int = 0  # threads skipped: a turn held them
+    busy: int = 0  # threads skipped (each once): a turn held them
 
     def as_dict(self) -> dict[str, int | bool]:
         return asdict(self)
@@ -99,6 +99,7 @@ class Collector:
 
     async def run(self, *, dry_run: bool = False) -> Report:
         report = Report(dry_run=dry_run)
+        self._busy: set[str] = set()
         verb = "would delete" if dry_run else "deleted"
         if self._policy.expires:
             await self._expire(report, dry_run)
@@ -130,9 +131,8 @@ class Collector:
                 if dry_run:
                     report.threads_expired += 1
                     continue
-                if await self._locked(thread_id, partial(self._erase, report, tenant,
-                                                         thread_id)) is None:
-                    report.busy += 1
+                await self._locked(report, thread_id,
+                                   partial(self._erase, report, tenant, thread_id))
             self._say(f"idle threads: {report.threads_expired} so far")
 
     async def _erase(self, report: Report, tenant: str, thread_id: str) -> None:
@@ -156,19 +156,21 @@ class Collector:
                     report.threads_pruned += int(n > 0)
                 if dry_run:
                     await prune()  # counts only: no lock (it would write a lease)
-                elif await self._locked(thread_id, prune) is None:
-                    report.busy += 1
+                else:
+                    await self._locked(report, thread_id, prune)
             self._say(f"checkpoints: {report.checkpoints_pruned} so far "
                       f"({report.threads_pruned} threads)")
 
-    async def _locked(self, thread_id: str, work: Callable[[], Awaitable[None]]) -> bool | None:
-        """``work()`` under the thread's turn lock; None (nothing done) when a turn holds it."""
+    async def _locked(self, report: Report, thread_id: str,
+                      work: Callable[[], Awaitable[None]]) -> None:
+        """``work()`` under the thread's turn lock; skipped (and counted busy) when a turn
+        holds it: gc never waits for a turn, and never writes under one."""
         try:
             async with self._threads.lock(thread_id, policy="reject", wait_s=0):
                 await work()
         except ThreadBusy:
-            return None
-        return True
+            self._busy.add(thread_id)
+            report.busy = len(self._busy)
 
     async def _drain(self, step: Callable[[], Awaitable[int]], dry_run: bool) -> int:
         """Repeat a bounded deletion until a batch comes back short (dry: one count)."""
