@@ -13,6 +13,7 @@ missing tool fails.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import signal
@@ -28,6 +29,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from service.cli import _parser as _cli_parser
 from service.server import SERVICE_NAME
 from service.settings import Settings
 from tests import k8s_manifests as km
@@ -61,7 +63,8 @@ def test_overlay_renders_and_validates_strictly(overlay: str) -> None:
         km.validate(doc)
     kinds = {d["kind"] for d in docs}
     assert {"Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Service",
-            "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Job"} <= kinds
+            "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Job",
+            "CronJob"} <= kinds
     if overlay == "prod":
         assert {"Cluster", "Pooler", "ServiceMonitor"} <= kinds
         # Custom resources are checked by their CRDs, never skipped as unknown.
@@ -132,7 +135,7 @@ def test_probes_are_distinct_and_ask_for_the_real_services(overlay: str) -> None
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_pod_is_restricted(overlay: str) -> None:
     pods = km.pod_specs(overlay)
-    assert len(pods) == 2  # the server and the migration Job
+    assert len(pods) == 3  # the server, the migration Job and the gc CronJob
     for pod in pods:
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -246,6 +249,36 @@ def test_migration_job_runs_migrate(overlay: str) -> None:
     assert "ttlSecondsAfterFinished" in job["spec"]
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_gc_cronjob_runs_a_real_command_with_the_servers_env(overlay: str) -> None:
+    """``diwaniya gc`` exists, runs alone, and sees the settings the server sees
+    (retention knobs included), with the same database and credentials."""
+    cron = km.one(overlay, "CronJob", "diwaniya-gc")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = km.pod_template(cron)["spec"]
+    (container,) = pod["containers"]
+    assert container["args"] == ["gc"]
+    parsed = _cli_parser().parse_args(container["args"])
+    assert parsed.command == "gc" and parsed.dry_run is False
+    assert pod["restartPolicy"] in ("OnFailure", "Never")
+    assert "ttlSecondsAfterFinished" in cron["spec"]["jobTemplate"]["spec"]
+    server = km.server(overlay)["containers"][0]
+    assert container["image"] == server["image"]
+    assert container["envFrom"] == server["envFrom"]
+    shared = {"DATABASE_URL", "PGUSER", "PGPASSWORD"}
+    assert ({e["name"]: e for e in container["env"] if e["name"] in shared}
+            == {e["name"]: e for e in server.get("env", []) if e["name"] in shared})
+    config = km.config(overlay)
+    for name in ("DIWANIYA_CHECKPOINTS_KEPT", "DIWANIYA_THREAD_IDLE_TTL_S"):
+        assert name in config  # from the ConfigMap both read, never per pod
+        assert name not in {e["name"] for c in (container, server) for e in c.get("env", [])}
+    # Not a server pod: no Service or PodDisruptionBudget selects it.
+    labels = km.pod_template(cron)["metadata"]["labels"]
+    for doc in (km.one(overlay, "Service", "diwaniya"), km.one(overlay, "PodDisruptionBudget")):
+        selector = doc["spec"]["selector"]
+        assert not km.matches(selector.get("matchLabels", selector), labels)
+
+
 # --- traffic, scaling, disruption -------------------------------------------
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -291,9 +324,9 @@ def _ports(rule: dict[str, Any]) -> set[Any]:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_network_policy_admits_only_what_the_service_needs(overlay: str) -> None:
     policy = km.one(overlay, "NetworkPolicy")["spec"]
-    for pod in (d for d in km.render(overlay) if d["kind"] in ("Deployment", "Job")):
+    for pod in (d for d in km.render(overlay) if d["kind"] in ("Deployment", "Job", "CronJob")):
         assert km.matches(policy["podSelector"]["matchLabels"],
-                        pod["spec"]["template"]["metadata"]["labels"])
+                        km.pod_template(pod)["metadata"]["labels"])
     assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
     ingress = {frozenset(_ports(rule)): rule["from"] for rule in policy["ingress"]}
     assert set(ingress) == {frozenset({"grpc"}), frozenset({"metrics"})}
@@ -456,6 +489,14 @@ def test_pod_config_migrates_then_serves_its_probes(overlay: str, pg_dsn: str,
             env={**inherited, **job_env, "PGUSER": role},
             capture_output=True, text=True, timeout=300, check=False)
         assert refused.returncode != 0 and role in refused.stdout + refused.stderr
+    # The gc CronJob's command runs on what the Job made, with its own pod env.
+    cron = km.pod_template(km.one(overlay, "CronJob", "diwaniya-gc"))["spec"]["containers"][0]
+    cron_env = {**env, **{e["name"]: e["value"] for e in cron["env"] if "value" in e}}
+    collected = subprocess.run(
+        [sys.executable, "-m", "service", *cron["args"]], cwd=ROOT,
+        env={**inherited, **cron_env}, capture_output=True, text=True, timeout=300, check=False)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert json.loads(collected.stdout.splitlines()[-1])["dry_run"] is False
     serve = ServeProcess(env, tmp_path / "serve.log")
     target = serve.start()
     # One connection throughout: the next Check right after NOT_SERVING needs
