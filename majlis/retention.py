@@ -91,8 +91,27 @@ doomed AS (
     WHERE rank > %(keep)s AND NOT (checkpoint_ns = '' AND checkpoint_id = %(head)s)
     LIMIT %(limit)s)"""
 
+# One statement, one round trip. Every CTE sees the same snapshot, so the
+# checkpoints that stay are "this thread's rows minus doomed". Candidate blobs
+# are only the versions a doomed checkpoint names (a handful per checkpoint,
+# each a primary-key probe); one goes when no checkpoint that stays names it.
 _PG_PRUNE = f"""
 WITH {_PG_DOOMED},
+old AS (
+    SELECT DISTINCT c.checkpoint_ns, v.key AS channel, v.value AS version
+    FROM checkpoints c JOIN doomed d USING (checkpoint_ns, checkpoint_id)
+    CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v
+    WHERE c.thread_id = %(thread)s),
+blobs AS (
+    DELETE FROM checkpoint_blobs b USING old
+    WHERE b.thread_id = %(thread)s AND b.checkpoint_ns = old.checkpoint_ns
+      AND b.channel = old.channel AND b.version = old.version
+      AND NOT EXISTS (
+          SELECT 1 FROM checkpoints k
+          WHERE k.thread_id = %(thread)s AND k.checkpoint_ns = old.checkpoint_ns
+            AND k.checkpoint -> 'channel_versions' ->> old.channel = old.version
+            AND (k.checkpoint_ns, k.checkpoint_id) NOT IN (
+                SELECT checkpoint_ns, checkpoint_id FROM doomed))),
 writes AS (
     DELETE FROM checkpoint_writes w USING doomed d
     WHERE w.thread_id = %(thread)s AND w.checkpoint_ns = d.checkpoint_ns
@@ -100,15 +119,6 @@ writes AS (
 DELETE FROM checkpoints c USING doomed d
 WHERE c.thread_id = %(thread)s AND c.checkpoint_ns = d.checkpoint_ns
   AND c.checkpoint_id = d.checkpoint_id"""
-
-# After the checkpoints went (a separate statement: a CTE's DELETE is not
-# visible to its siblings): blob versions no remaining checkpoint names.
-_PG_UNREFERENCED_BLOBS = """
-DELETE FROM checkpoint_blobs b
-WHERE b.thread_id = %(thread)s AND NOT EXISTS (
-    SELECT 1 FROM checkpoints c
-    WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns
-      AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)"""
 
 _PG_EXCESS = f"WITH {_PG_DOOMED} SELECT count(*) FROM doomed"
 
@@ -120,10 +130,7 @@ class PostgresCheckpoints:
                     limit: int = COMMIT_PRUNE_MAX) -> int:
         params = {"thread": thread_id, "keep": max(keep, 1), "head": head, "limit": limit}
         cur = await conn.execute(_PG_PRUNE, params)
-        deleted = int(cur.rowcount or 0)
-        if deleted:
-            await conn.execute(_PG_UNREFERENCED_BLOBS, params)
-        return deleted
+        return int(cur.rowcount or 0)
 
     async def excess(self, conn: Any, thread_id: str, *, keep: int, head: str) -> int:
         cur = await conn.execute(_PG_EXCESS, {"thread": thread_id, "keep": max(keep, 1),
