@@ -8,13 +8,16 @@ import argparse
 import json
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
+from diwaniya.errors import ConfigurationError
 from service import DiwaniyaClient, gc_cli
-from service.settings import Settings, TenantSettings
+from service.app import retention_policy
+from service.settings import Settings, TenantSettings, load_settings
 from tests.service._retention_db import ThreadRows
 from tests.service.conftest import collect
 
@@ -135,3 +138,24 @@ async def test_gc_dry_run_changes_nothing_then_gc_prunes_once(
         thread = await svc.client.get_thread(thread_id, user_id=user)
         assert len([m for m in thread.messages if m.role == "user"]) == 4
         await _turns(svc.client, user, ["وبعد؟"], thread_id)
+
+
+def test_every_retention_knob_is_a_setting_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {"DIWANIYA_CHECKPOINTS_KEPT": "7", "DIWANIYA_THREAD_IDLE_TTL_S": "86400",
+                        "DIWANIYA_TENANTS": '{"بنك": {"thread_idle_ttl_s": 600},'
+                                            ' "أرشيف": {"thread_idle_ttl_s": 0}}'}.items():
+        monkeypatch.setenv(name, value)
+    policy = retention_policy(load_settings())
+    assert policy.checkpoints_kept == 7 and policy.expires
+    assert (policy.idle_ttl("بنك"), policy.idle_ttl("أرشيف"), policy.idle_ttl("متجر")) == (
+        600, 0, 86400)
+    monkeypatch.setenv("DIWANIYA_CHECKPOINTS_KEPT", "-1")
+    with pytest.raises(ConfigurationError, match="DIWANIYA_CHECKPOINTS_KEPT"):
+        load_settings()
+    # docs/operations.md documents every one of them.
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text("utf-8")
+    for name in ("DIWANIYA_CHECKPOINTS_KEPT", "DIWANIYA_THREAD_IDLE_TTL_S", "thread_idle_ttl_s",
+                 "DIWANIYA_REQUEST_REPLAY_WINDOW_S", "DIWANIYA_TURN_EVENTS_TTL_S", "diwaniya gc"):
+        assert name in doc, name
