@@ -78,8 +78,6 @@ class Persistence:
     retry_after_s: float = 1.0
     # Each turn's events for ResumeTurn (majlis.turn_log); None: not logged.
     turn_log: TurnLog | None = None
-    # Checkpoints kept per thread and idle expiry (majlis.retention; diwaniya gc).
-    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
 
     def errors(self) -> translate_store_errors:
         """``with persistence.errors():`` — database failures inside become domain errors."""
@@ -278,13 +276,12 @@ async def open_postgres(
         await pool.close()
         await lock_pool.close()
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
-    retention = retention or RetentionPolicy()
+    # Checkpoints kept per thread, idle expiry (majlis.retention): the stores apply them.
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters, retention=retention)
     saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
                        retry_after_s=o.retry_after_s,
-                       turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})),
-                       retention=retention)
+                       turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})))
 
 
 async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8,
@@ -296,7 +293,6 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
     await enable_wal(saver_conn)
     registry_conn = await aiosqlite.connect(path)
     inner = AsyncSqliteSaver(saver_conn, serde=checkpoint_serde())
-    retention = retention or RetentionPolicy()
     threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters, retention=retention)
     if migrate:
         await inner.setup()
@@ -314,4 +310,4 @@ async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int 
         await threads.clear_dead_leases()
     return Persistence(DeferredSaver(inner), threads, "sqlite",
                        [saver_conn.close, registry_conn.close, events_conn.close],
-                       turn_log=TurnLog(events, **(turn_log or {})), retention=retention)
+                       turn_log=TurnLog(events, **(turn_log or {})))

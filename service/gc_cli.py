@@ -20,7 +20,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from diwaniya.errors import NotFound, Unavailable
+from diwaniya.errors import DiwaniyaError, NotFound, Unavailable
 
 if TYPE_CHECKING:
     from service.settings import Settings
@@ -35,8 +35,14 @@ def add_parser(sub: Any) -> None:
                    "request records, turn events and rate-limit counters), then exit")
     gc.add_argument("--dry-run", action="store_true",
                     help="print what would be deleted; change nothing")
-    gc.add_argument("--batch-size", type=int, default=500, metavar="N",
+    gc.add_argument("--batch-size", type=_batch, default=500, metavar="N",
                     help="threads listed and rows deleted per statement (default 500)")
+
+
+def _batch(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of rows ≥ 1")
+    return int(value)
 
 
 def _progress(line: str) -> None:
@@ -47,17 +53,21 @@ async def run(settings: Settings, args: argparse.Namespace) -> int:
     from majlis.gc import Collector, Windows
     from service.app import retention_policy
 
-    if args.batch_size < 1:
-        raise NotFound(f"--batch-size {args.batch_size}: give a whole number ≥ 1")
     policy = retention_policy(settings)
     windows = Windows(settings.request_replay_window_s, settings.turn_events_ttl_s)
     async with contextlib.AsyncExitStack() as stack:
         opened = await (_postgres(settings, stack) if settings.database_dsn()
                         else _sqlite(settings, stack))
         store, threads, memory, counters = opened
-        report = await Collector(store, threads, memory, counters, policy, windows,
-                                 batch=args.batch_size, progress=_progress
-                                 ).run(dry_run=args.dry_run)
+        collector = Collector(store, threads, memory, counters, policy, windows,
+                              batch=args.batch_size, progress=_progress)
+        try:
+            report = await collector.run(dry_run=args.dry_run)
+        except DiwaniyaError:
+            raise
+        except Exception as exc:  # the database went away mid-run, a lock timed out …
+            raise Unavailable(f"gc stopped part-way ({type(exc).__name__}: {exc}); what it "
+                              f"deleted so far stays deleted — {_AGAIN}") from exc
     print(json.dumps(report.as_dict()), flush=True)
     return 0
 
