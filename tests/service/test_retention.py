@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from diwaniya.errors import ConfigurationError
+from majlis.retention import COMMIT_PRUNE_MAX
 from service import DiwaniyaClient, gc_cli
 from service.app import retention_policy
 from service.settings import Settings, TenantSettings, load_settings
@@ -159,3 +160,20 @@ def test_every_retention_knob_is_a_setting_read_from_the_environment(
     for name in ("DIWANIYA_CHECKPOINTS_KEPT", "DIWANIYA_THREAD_IDLE_TTL_S", "thread_idle_ttl_s",
                  "DIWANIYA_REQUEST_REPLAY_WINDOW_S", "DIWANIYA_TURN_EVENTS_TTL_S", "diwaniya gc"):
         assert name in doc, name
+
+
+async def test_a_thread_from_before_n_was_set_is_trimmed_a_bounded_step_per_turn(
+    run_service: Callable[..., Any],
+) -> None:
+    user = f"old-{uuid.uuid4().hex[:6]}"
+    turns = COMMIT_PRUNE_MAX + 4
+    async with run_service() as svc:  # keep everything, as before the setting existed
+        thread_id = await _turns(svc.client, user, ["هلا"] * turns)
+        db = ThreadRows(svc.settings)
+        assert db.checkpoints(thread_id) == turns
+    async with run_service(checkpoints_kept=2) as svc:
+        await _turns(svc.client, user, ["مرحبا"], thread_id)
+        # One commit deletes at most COMMIT_PRUNE_MAX: never one slow commit.
+        assert db.checkpoints(thread_id) == turns + 1 - COMMIT_PRUNE_MAX
+        await _turns(svc.client, user, ["شكراً"], thread_id)
+        assert db.checkpoints(thread_id) == 2 and db.orphan_blobs(thread_id) == 0
