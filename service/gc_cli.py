@@ -95,7 +95,8 @@ async def _postgres(settings: Settings, stack: contextlib.AsyncExitStack) -> tup
     store = PostgresRetention(db.pool)
     missing = await store.missing_tables()
     if missing:
-        raise NotFound(f"the database has no {', '.join(missing)} table: {_MIGRATE}")
+        raise NotFound(f"the database has no {', '.join(missing)} "
+                       f"table{'s' if len(missing) > 1 else ''}: {_MIGRATE}")
     async with db.pool.connection() as conn:
         cur = await conn.execute("SELECT to_regclass('memory_records') IS NOT NULL AS memory,"
                                  " to_regclass(%s) IS NOT NULL AS counters", (PG_TABLE,))
@@ -138,8 +139,8 @@ async def _sqlite(settings: Settings, stack: contextlib.AsyncExitStack) -> tuple
     store = SqliteRetention(conn)
     missing = await store.missing_tables()
     if missing:
-        raise NotFound(f"{folder / 'threads.sqlite3'} has no {', '.join(missing)} table: "
-                       f"{_MIGRATE}")
+        raise NotFound(f"{folder / 'threads.sqlite3'} has no {', '.join(missing)} "
+                       f"table{'s' if len(missing) > 1 else ''}: {_MIGRATE}")
     memory = None
     if (folder / "memory.sqlite3").is_file():
         memory = await _memory(None, settings)
