@@ -77,3 +77,32 @@ class ThreadRows:
             "SELECT 0, head_checkpoint_id FROM diwaniya_threads WHERE thread_id = ?",
             (thread_id,))
         return rows[0] if rows else None
+
+    def age_records(self, thread_id: str, seconds: float) -> None:
+        """The thread's request records and turn events ``seconds`` older."""
+        self._query("UPDATE diwaniya_requests SET created_at = created_at - make_interval("
+                    "secs => %s) WHERE thread_id = %s RETURNING 1",
+                    "UPDATE diwaniya_requests SET created_at = created_at - ? WHERE thread_id = ?"
+                    " RETURNING 1", (seconds, thread_id))
+        self._query("UPDATE diwaniya_turn_events SET at = at - %s WHERE thread_id = %s"
+                    " RETURNING 1",
+                    "UPDATE diwaniya_turn_events SET at = at - ? WHERE thread_id = ? RETURNING 1",
+                    (seconds, thread_id))
+
+    def counters(self) -> dict[str, int]:
+        """Rate-limit counter rows by key (PostgreSQL table, or limits.sqlite3)."""
+        if self.dsn:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                return {r[0]: int(r[1]) for r in conn.execute(
+                    "SELECT key, value FROM diwaniya_limit_counters")}
+        with sqlite3.connect(self.folder / "limits.sqlite3") as conn:
+            return {r[0]: int(r[1]) for r in conn.execute("SELECT key, value FROM limit_counters")}
+
+    def add_expired_counter(self, key: str) -> None:
+        if self.dsn:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                conn.execute("INSERT INTO diwaniya_limit_counters VALUES (%s, 5, now() - interval"
+                             " '1 hour')", (key,))
+            return
+        with sqlite3.connect(self.folder / "limits.sqlite3") as conn:
+            conn.execute("INSERT INTO limit_counters VALUES (?, 5, 1)", (key,))

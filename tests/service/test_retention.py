@@ -177,3 +177,29 @@ async def test_a_thread_from_before_n_was_set_is_trimmed_a_bounded_step_per_turn
         assert db.checkpoints(thread_id) == turns + 1 - COMMIT_PRUNE_MAX
         await _turns(svc.client, user, ["شكراً"], thread_id)
         assert db.checkpoints(thread_id) == 2 and db.orphan_blobs(thread_id) == 0
+
+
+async def test_gc_prunes_expired_records_events_and_counters_and_keeps_live_ones(
+    run_service: Callable[..., Any],
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    key, user = f"key-{suffix}", f"records-{suffix}"
+    async with run_service(api_keys={key: f"t-{suffix}"}, rate_limit="100/hour") as svc:
+        db = ThreadRows(svc.settings)
+        async with DiwaniyaClient(svc.target, api_key=key) as client:
+            old = await collect(client.send("هلا", user_id=user, request_id=uuid.uuid4().hex))
+            new = await collect(client.send("مرحبا", user_id=user, request_id=uuid.uuid4().hex))
+        stale, live = old[-1].thread_id, new[-1].thread_id
+        window = svc.settings.request_replay_window_s + svc.settings.turn_events_ttl_s
+        db.age_records(stale, 2 * window)
+        db.add_expired_counter(f"expired-{suffix}")
+        counted = db.counters()
+        await _gc(svc.settings)
+        assert db.per_table(stale)["diwaniya_requests"] == 0
+        assert db.per_table(stale)["diwaniya_turn_events"] == 0
+        assert db.per_table(stale)["checkpoints"] == 1  # the thread itself is not expired
+        assert db.per_table(live)["diwaniya_requests"] == 1
+        assert db.per_table(live)["diwaniya_turn_events"] > 0
+        left = db.counters()
+        assert f"expired-{suffix}" in counted and f"expired-{suffix}" not in left
+        assert left and set(left) <= set(counted)  # the live window's counters stay
