@@ -12,8 +12,10 @@ the counter *so far* with the budget. So a budget can be overshot by at most
 one turn's usage per concurrently admitted turn (one, for turns of a thread,
 which never run concurrently) — the next turn is then refused.
 
-Rate limits are counted when a turn is admitted, including turns that then
-replay a finished ``request_id``; refused turns count too (fixed windows).
+Rate limits are counted when a turn is admitted; refused turns count too
+(fixed windows). A retry that replays a finished ``request_id`` is neither
+counted nor refused (majlis.turn_guard looks its record up first): it makes
+no model call and adds nothing to the thread.
 
 Example (a tenant allowed 2 turns a minute, third turn within the minute)::
 

@@ -29,7 +29,7 @@ from psycopg_pool import AsyncConnectionPool
 
 PG_TABLE = "diwaniya_limit_counters"
 
-_PG_CREATE = f"""
+PG_DDL = f"""
 CREATE TABLE IF NOT EXISTS {PG_TABLE} (
     key        text PRIMARY KEY,
     value      bigint NOT NULL,
@@ -73,6 +73,9 @@ class Counters(Protocol):
     async def get(self, key: str) -> tuple[int, float]: ...
     async def clear(self, key: str | None) -> int: ...
     async def prune(self) -> int: ...
+    async def expired(self) -> int:
+        """How many rows :meth:`prune` would delete now (``diwaniya gc --dry-run``)."""
+        ...
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -88,7 +91,7 @@ class PostgresCounters:
         # can otherwise fail on the catalog's unique index.
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (PG_TABLE,))
-            await conn.execute(_PG_CREATE)
+            await conn.execute(PG_DDL)
 
     async def incr(self, key: str, expiry_s: int, amount: int) -> tuple[int, float]:
         async with self._pool.connection() as conn:
@@ -117,6 +120,13 @@ class PostgresCounters:
             cur = await conn.execute(
                 f"DELETE FROM {PG_TABLE} WHERE expires_at <= clock_timestamp()")
             return cur.rowcount
+
+    async def expired(self) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.cursor(row_factory=tuple_row).execute(
+                f"SELECT count(*) FROM {PG_TABLE} WHERE expires_at <= clock_timestamp()")
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     async def ping(self) -> None:
         async with self._pool.connection() as conn:
@@ -174,6 +184,12 @@ class SqliteCounters:
             "DELETE FROM limit_counters WHERE expires_at <= ?", (time.time(),))
         await self._conn.commit()
         return cur.rowcount
+
+    async def expired(self) -> int:
+        cur = await self._conn.execute(
+            "SELECT count(*) FROM limit_counters WHERE expires_at <= ?", (time.time(),))
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     async def ping(self) -> None:
         await self._conn.execute("SELECT 1")

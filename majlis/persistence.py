@@ -43,7 +43,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import ConfigurationError, Unavailable
 from majlis.fence import DeferredSaver
+from majlis.limit_storage import PG_DDL as LIMITS_DDL
 from majlis.records import CHECKPOINT_TYPES
+from majlis.retention import RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
 from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
@@ -196,6 +198,9 @@ async def migrate_postgres(
             await AsyncPostgresSaver(conn).setup()
             await conn.execute(THREADS_DDL)
             await conn.execute(TURN_EVENTS_DDL)
+            # The rate-limit counters (majlis.limit_storage): created here, so a
+            # replica needs no DDL right at start-up (DIWANIYA_MIGRATE_ON_START=false).
+            await conn.execute(LIMITS_DDL)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
@@ -230,6 +235,7 @@ async def open_postgres(
     max_waiters: int = 8,
     options: PoolOptions | None = None,
     turn_log: dict[str, float] | None = None,
+    retention: RetentionPolicy | None = None,
 ) -> Persistence:
     o = options or PoolOptions(min_size=min_size, max_size=max_size,
                                lock_pool_size=lock_pool_size)
@@ -270,7 +276,8 @@ async def open_postgres(
         await pool.close()
         await lock_pool.close()
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
-    threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters)
+    # Checkpoints kept per thread, idle expiry (majlis.retention): the stores apply them.
+    threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters, retention=retention)
     saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
                        retry_after_s=o.retry_after_s,
@@ -278,14 +285,15 @@ async def open_postgres(
 
 
 async def open_sqlite(data_dir: Path, *, migrate: bool = True, max_waiters: int = 8,
-                      turn_log: dict[str, float] | None = None) -> Persistence:
+                      turn_log: dict[str, float] | None = None,
+                      retention: RetentionPolicy | None = None) -> Persistence:
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     path = data_dir / "threads.sqlite3"
     saver_conn = await aiosqlite.connect(path)
     await enable_wal(saver_conn)
     registry_conn = await aiosqlite.connect(path)
     inner = AsyncSqliteSaver(saver_conn, serde=checkpoint_serde())
-    threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters)
+    threads = SqliteThreadStore(registry_conn, max_waiters=max_waiters, retention=retention)
     if migrate:
         await inner.setup()
         await threads.migrate()

@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import LeaseLost, NotFound
+from majlis.retention import PostgresCheckpoints, RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import (
     CheckpointWrites,
@@ -67,6 +68,10 @@ CREATE INDEX IF NOT EXISTS diwaniya_threads_by_user
 -- Fencing token (bumped by every lock holder) and the last committed checkpoint.
 ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS lease_epoch bigint NOT NULL DEFAULT 0;
 ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS head_checkpoint_id text NOT NULL DEFAULT '';
+-- The database clock at the last commit (majlis.retention: idle expiry); rows
+-- from before get the migration's time, so they never expire early.
+ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS active_at timestamptz NOT NULL DEFAULT now();
+CREATE INDEX IF NOT EXISTS diwaniya_threads_by_activity ON diwaniya_threads (active_at);
 CREATE TABLE IF NOT EXISTS diwaniya_requests (
     tenant        text NOT NULL,
     user_id       text NOT NULL,
@@ -145,7 +150,7 @@ _LOCK_AND_CREATE = (
 # turn's token is still its lease_epoch.
 _COMMIT_HEAD = (
     "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
-    " turn_count = turn_count + %s, head_checkpoint_id = %s,"
+    " turn_count = turn_count + %s, head_checkpoint_id = %s, active_at = now(),"
     " title = CASE WHEN title = '' THEN %s ELSE title END"
     " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1")
 # The same, finishing the request record only if the fence matched: one statement.
@@ -170,9 +175,12 @@ class PostgresThreadStore:
     """
 
     def __init__(
-        self, pool: AsyncConnectionPool, lock_pool: AsyncConnectionPool, *, max_waiters: int = 8
+        self, pool: AsyncConnectionPool, lock_pool: AsyncConnectionPool, *, max_waiters: int = 8,
+        retention: RetentionPolicy | None = None,
     ) -> None:
         self._pool = pool
+        self._retention = retention or RetentionPolicy()
+        self._pruner = PostgresCheckpoints()
         self._lock_pool = lock_pool
         self._waiters = WaiterCounter(max_waiters)
         self._pruned_at = float("-inf")
@@ -194,12 +202,20 @@ class PostgresThreadStore:
                  row.updated_at, row.turn_count),
             )
 
+    def _live(self, tenant: str) -> tuple[str, list[object]]:
+        """The WHERE part that hides the tenant's expired threads (majlis.retention)."""
+        ttl = self._retention.idle_ttl(tenant)
+        if ttl <= 0:
+            return "", []
+        return " AND active_at >= now() - make_interval(secs => %s)", [ttl]
+
     async def get(self, tenant: str, thread_id: str) -> ThreadRow | None:
+        live, extra = self._live(tenant)
         async with self._pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(
-                f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND thread_id = %s",
-                (tenant, thread_id),
+                f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND thread_id = %s"
+                + live, (tenant, thread_id, *extra),
             )
             found = await cur.fetchone()
         return ThreadRow(**found) if found else None
@@ -216,8 +232,9 @@ class PostgresThreadStore:
     async def list(
         self, tenant: str, user_id: str, *, limit: int, after: tuple[datetime, str] | None
     ) -> list[ThreadRow]:
-        query = f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND user_id = %s"
-        params: list[object] = [tenant, user_id]
+        live, params = self._live(tenant)
+        query = f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND user_id = %s" + live
+        params = [tenant, user_id, *params]
         if after is not None:
             query += " AND (updated_at, thread_id) < (%s, %s)"
             params += [after[0], after[1]]
@@ -269,6 +286,10 @@ class PostgresThreadStore:
                         raise _Fenced
                     await writes.apply(AsyncPostgresSaver(
                         cast(AsyncConnection[DictRow], conn), serde=writes.serde))
+                    if keep := self._retention.checkpoints_kept:
+                        # Inside the fence: only the lock holder trims its thread.
+                        await self._pruner.prune(conn, lease.thread_id, keep=keep,
+                                                 head=commit.checkpoint_id)
                 return
             except _Fenced:
                 pass

@@ -35,6 +35,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from diwaniya.errors import LeaseLost, NotFound
 from majlis.lease_owner import ProcessId
+from majlis.retention import RetentionPolicy, SqliteCheckpoints
 from majlis.threads import (
     CheckpointWrites,
     Lease,
@@ -86,7 +87,9 @@ CREATE INDEX IF NOT EXISTS diwaniya_requests_by_age ON diwaniya_requests (create
 CREATE INDEX IF NOT EXISTS diwaniya_requests_by_thread ON diwaniya_requests (thread_id);
 """
 # Columns added after the first release: ALTER TABLE has no IF NOT EXISTS in SQLite.
-_ADDED = (("diwaniya_threads", "head_checkpoint_id", "TEXT NOT NULL DEFAULT ''"),)
+# active_at: this host's clock (epoch s) at the last commit (majlis.retention).
+_ADDED = (("diwaniya_threads", "head_checkpoint_id", "TEXT NOT NULL DEFAULT ''"),
+          ("diwaniya_threads", "active_at", "REAL NOT NULL DEFAULT 0"))
 _REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
              " events, result, checkpoint_id")
 _REQ_KEY = "tenant = ? AND user_id = ? AND request_id = ?"
@@ -114,6 +117,7 @@ class _NoCommit:
         return None
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
+_INSERT = f"INSERT INTO diwaniya_threads ({_COLS}, active_at) VALUES (?,?,?,?,?,?,?,?)"
 
 # Added after the first release: the holder process of a lease.
 _LEASE_OWNER_COLUMNS = (("owner_pid", "INTEGER NOT NULL DEFAULT 0"),
@@ -153,8 +157,11 @@ class SqliteThreadStore:
     """Threads in the embedded SQLite file (its own connection, WAL mode)."""
 
     def __init__(self, conn: aiosqlite.Connection, *, lease_ttl_s: float = 30.0,
-                 max_waiters: int = 8, process: ProcessId | None = None) -> None:
+                 max_waiters: int = 8, process: ProcessId | None = None,
+                 retention: RetentionPolicy | None = None) -> None:
         self._conn = conn
+        self._retention = retention or RetentionPolicy()
+        self._pruner = SqliteCheckpoints()
         self._ttl = lease_ttl_s
         self._waiters = WaiterCounter(max_waiters)
         # aiosqlite shares one connection: one statement at a time, reads too. A
@@ -186,6 +193,9 @@ class SqliteThreadStore:
                     have = {row[1] for row in await cur.fetchall()}
                 if column not in have:
                     await self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+            # Rows from before active_at start their idle time now: never expired early.
+            await self._conn.execute(
+                "UPDATE diwaniya_threads SET active_at = ? WHERE active_at = 0", (time.time(),))
             await self._conn.commit()
         except BaseException:
             await self._conn.rollback()
@@ -229,16 +239,22 @@ class SqliteThreadStore:
     async def create(self, row: ThreadRow) -> None:
         async with self._write:
             await self._conn.execute(
-                f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (?,?,?,?,?,?,?)",
+                _INSERT,
                 (row.thread_id, row.tenant, row.user_id, row.title, row.created_at.isoformat(),
-                 row.updated_at.isoformat(), row.turn_count),
+                 row.updated_at.isoformat(), row.turn_count, time.time()),
             )
             await self._conn.commit()
 
+    def _live(self, tenant: str) -> tuple[str, list[object]]:
+        """The WHERE part that hides the tenant's expired threads (majlis.retention)."""
+        ttl = self._retention.idle_ttl(tenant)
+        return (" AND active_at >= ?", [time.time() - ttl]) if ttl > 0 else ("", [])
+
     async def get(self, tenant: str, thread_id: str) -> ThreadRow | None:
+        live, extra = self._live(tenant)
         async with self._write, self._conn.execute(
-            f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?",
-            (tenant, thread_id),
+            f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?" + live,
+            (tenant, thread_id, *extra),
         ) as cur:
             found = await cur.fetchone()
         return _row(found) if found else None
@@ -257,8 +273,9 @@ class SqliteThreadStore:
         self, tenant: str, user_id: str, *, limit: int, after: tuple[datetime, str] | None
     ) -> list[ThreadRow]:
         # ISO-8601 strings in UTC sort like the instants they name.
-        query = f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = ? AND user_id = ?"
-        params: list[object] = [tenant, user_id]
+        live, params = self._live(tenant)
+        query = f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = ? AND user_id = ?" + live
+        params = [tenant, user_id, *params]
         if after is not None:
             query += " AND (updated_at < ? OR (updated_at = ? AND thread_id < ?))"
             params += [after[0].isoformat(), after[0].isoformat(), after[1]]
@@ -307,12 +324,15 @@ class SqliteThreadStore:
                                          serde=writes.serde)
                 saver.is_setup = True  # the tables exist; setup() would run PRAGMAs mid-transaction
                 await writes.apply(saver)
+                if keep := self._retention.checkpoints_kept:
+                    await self._pruner.prune(conn, lease.thread_id, keep=keep,
+                                             head=commit.checkpoint_id)
                 await conn.execute(
                     "UPDATE diwaniya_threads SET updated_at = max(updated_at, ?),"
-                    " turn_count = turn_count + ?, head_checkpoint_id = ?,"
+                    " turn_count = turn_count + ?, head_checkpoint_id = ?, active_at = ?,"
                     " title = CASE WHEN title = '' THEN ? ELSE title END WHERE thread_id = ?",
                     (commit.at.isoformat(), int(commit.counts_turn), commit.checkpoint_id,
-                     commit.title, lease.thread_id),
+                     time.time(), commit.title, lease.thread_id),
                 )
                 if commit.request is not None:
                     key = commit.request
@@ -362,9 +382,10 @@ class SqliteThreadStore:
                 if cur.rowcount == 1 and new_thread is not None:
                     row = new_thread
                     await conn.execute(
-                        f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (?,?,?,?,?,?,?)",
+                        _INSERT,
                         (row.thread_id, row.tenant, row.user_id, row.title,
-                         row.created_at.isoformat(), row.updated_at.isoformat(), row.turn_count),
+                         row.created_at.isoformat(), row.updated_at.isoformat(), row.turn_count,
+                         now),
                     )
                 await conn.commit()
             except BaseException:

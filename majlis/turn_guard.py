@@ -26,6 +26,7 @@ from majlis.engine import ConversationEngine
 from majlis.events import Envelope, Event, TextDelta, TurnCompleted, TurnStarted, Usage
 from majlis.models.injection import addresses_assistant
 from majlis.requests import TurnRequest, validate
+from majlis.threads import RequestKey
 
 log = logging.getLogger("diwaniya.budgets")
 
@@ -47,7 +48,7 @@ class GuardedEngine(ConversationEngine):
 
     async def run_turn(self, request: TurnRequest, **kwargs: Any
                        ) -> AsyncGenerator[Envelope, None]:
-        await self._admit(request.tenant, request.thread_id)
+        await self._admit(request.tenant, request.thread_id, request.user_id, request.request_id)
         flags = INJECTION if addresses_assistant(request.text) else ""
         if flags and self._injection.get(request.tenant, self._injection.get("")) == "block":
             async for envelope in self._blocked(request):
@@ -76,17 +77,25 @@ class GuardedEngine(ConversationEngine):
 
     async def run_approval(self, request: ApprovalRequest, **kwargs: Any
                            ) -> AsyncGenerator[Envelope, None]:
-        await self._admit(request.tenant, request.thread_id)
+        await self._admit(request.tenant, request.thread_id, request.user_id, request.request_id)
         async for envelope in self._metered(request.tenant,
                                             super().run_approval(request, **kwargs)):
             yield envelope
 
-    async def _admit(self, tenant: str, thread_id: str) -> None:
+    async def _admit(self, tenant: str, thread_id: str, user_id: str, request_id: str) -> None:
         if self._budgets is None or not self._budgets.policy(tenant).enabled:
             return
         # A database outage here is UNAVAILABLE with a retry hint, as everywhere.
         with self._db.errors():
+            if request_id and await self._finished(tenant, user_id, request_id):
+                return  # a replay: no model call, no new turn — not counted, never refused
             await self._budgets.admit(tenant, thread_id)
+
+    async def _finished(self, tenant: str, user_id: str, request_id: str) -> bool:
+        """Whether ``request_id`` names a finished turn, which then only replays."""
+        record = await self._db.threads.get_request(
+            RequestKey(tenant, user_id, request_id), window_s=self._config.replay_window_s)
+        return record is not None and record.done
 
     async def _metered(self, tenant: str, events: AsyncGenerator[Envelope, None]
                        ) -> AsyncGenerator[Envelope, None]:

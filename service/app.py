@@ -34,6 +34,7 @@ from majlis.models.injection import CanaryGuard
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
 from majlis.pg_budget import PoolBudget, application_name, split_budget
 from majlis.prompt import CANARY
+from majlis.retention import RetentionPolicy
 from majlis.tenants import Tenant, Tenants
 from majlis.tools import WebhookTool, WebhookToolConfig
 from majlis.tools.per_turn import TurnTools
@@ -219,10 +220,19 @@ async def open_persistence(settings: Settings) -> Persistence:
                 reconnect_timeout_s=settings.pg_reconnect_timeout_s,
                 max_waiting=settings.pg_max_waiting, retry_after_s=settings.retry_after_s,
             ),
-            turn_log=turn_log_bounds(settings),
+            turn_log=turn_log_bounds(settings), retention=retention_policy(settings),
         )
     return await open_sqlite(settings.data_dir, max_waiters=settings.enqueue_max_waiters,
-                             turn_log=turn_log_bounds(settings))
+                             turn_log=turn_log_bounds(settings),
+                             retention=retention_policy(settings))
+
+
+def retention_policy(settings: Settings) -> RetentionPolicy:
+    """DIWANIYA_CHECKPOINTS_KEPT and the idle TTLs (service-wide, and the tenants' own)."""
+    return RetentionPolicy(
+        checkpoints_kept=settings.checkpoints_kept, idle_ttl_s=settings.thread_idle_ttl_s,
+        tenant_idle_ttl_s={name: t.thread_idle_ttl_s for name, t in settings.tenants.items()
+                           if t.thread_idle_ttl_s is not None})
 
 
 def turn_log_bounds(settings: Settings) -> dict[str, float]:
@@ -248,8 +258,9 @@ async def open_budgets(settings: Settings, persistence: Persistence) -> TurnBudg
     counters: Counters
     if persistence.pool is not None:
         pg = PostgresCounters(persistence.pool)
-        with persistence.errors():
-            await pg.migrate()
+        if settings.migrate_on_start:  # else `diwaniya migrate` created the table
+            with persistence.errors():
+                await pg.migrate()
         counters = pg
     else:
         counters = await SqliteCounters.open(settings.data_dir / "limits.sqlite3")

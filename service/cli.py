@@ -1,4 +1,4 @@
-"""``diwaniya``: serve, migrate, chat, thread release, kb (service.kb_cli).
+"""``diwaniya``: serve, migrate, gc (service.gc_cli), chat, thread release, kb (service.kb_cli).
 
 >>> main(["chat", "--once", "السلام عليكم", "--json"])   # doctest: +SKIP
 {"thread_id": "…", "turn_id": "…", "seq": 1, "turn_started": {…}}
@@ -91,9 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("--api-key", default=os.environ.get("DIWANIYA_API_KEY"))
     tls_arguments(release)
 
-    from service import kb_cli  # its parser only: the kb commands import their own deps
+    from service import gc_cli, kb_cli  # parsers only: the commands import their own deps
 
     kb_cli.add_parser(sub)
+    gc_cli.add_parser(sub)
     return p
 
 
@@ -197,6 +198,10 @@ async def _migrate(settings: Settings) -> str:
             check_pooling=False))
     else:
         db = await open_sqlite(settings.data_dir)
+        # The rate-limit counters' file (PostgreSQL: a table migrate_postgres made).
+        from majlis.limit_storage import SqliteCounters
+
+        await (await SqliteCounters.open(settings.data_dir / "limits.sqlite3")).close()
     await db.close()
     # Migrating writes no index terms: the built-in keys are enough to open it.
     store = await open_store(dsn, sqlite_path=settings.data_dir / "memory.sqlite3",
@@ -272,6 +277,10 @@ def _server_command(args: argparse.Namespace) -> int:
     if args.command == "migrate":
         print(asyncio.run(_migrate(settings)))
         return 0
+    if args.command == "gc":
+        from service import gc_cli
+
+        return asyncio.run(gc_cli.run(settings, args))
     from service import kb_cli
 
     return asyncio.run(kb_cli.run(settings, args))

@@ -87,6 +87,8 @@ class TenantSettings(BaseModel):
     injection_policy: Literal["flag", "block"] | None = None
     compaction_tokens: int | None = Field(default=None, ge=0)
     compaction_keep_turns: int | None = Field(default=None, ge=1)
+    # Idle expiry of this tenant's threads (see Settings); 0: never.
+    thread_idle_ttl_s: float | None = Field(default=None, ge=0)
 
 
 class Settings(BaseSettings):
@@ -222,6 +224,11 @@ class Settings(BaseSettings):
     # this many seconds; at most this many events per turn are kept.
     turn_events_ttl_s: float = Field(default=600.0, gt=0)
     turn_events_max: int = Field(default=2000, ge=1)
+    # --- retention (majlis.retention, `diwaniya gc`): keep each thread's latest
+    # N checkpoints (0: all); a thread with no turn for this long is erased with
+    # its memories and reads NOT_FOUND (0: never; per tenant in ``tenants``).
+    checkpoints_kept: int = Field(default=0, ge=0)
+    thread_idle_ttl_s: float = Field(default=0.0, ge=0)
     long_gap_hours: float = Field(default=6.0, gt=0)
 
     # --- model (unset base URL: the offline responder) ----------------------

@@ -73,9 +73,15 @@ def one(overlay: str, kind: str, name: str | None = None) -> dict[str, Any]:
     return found[0]
 
 
+def pod_template(doc: dict[str, Any]) -> dict[str, Any]:
+    """The pod template of a workload (a CronJob's sits under its jobTemplate)."""
+    spec = doc["spec"]["jobTemplate"]["spec"] if doc["kind"] == "CronJob" else doc["spec"]
+    return dict(spec["template"])
+
+
 def pod_specs(overlay: str) -> list[dict[str, Any]]:
-    return [d["spec"]["template"]["spec"] for d in render(overlay)
-            if d["kind"] in ("Deployment", "Job", "StatefulSet", "DaemonSet")]
+    return [pod_template(d)["spec"] for d in render(overlay)
+            if d["kind"] in ("Deployment", "Job", "CronJob", "StatefulSet", "DaemonSet")]
 
 
 def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ missing tool fails.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import signal
@@ -61,7 +62,8 @@ def test_overlay_renders_and_validates_strictly(overlay: str) -> None:
         km.validate(doc)
     kinds = {d["kind"] for d in docs}
     assert {"Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Service",
-            "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Job"} <= kinds
+            "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Job",
+            "CronJob"} <= kinds
     if overlay == "prod":
         assert {"Cluster", "Pooler", "ServiceMonitor"} <= kinds
         # Custom resources are checked by their CRDs, never skipped as unknown.
@@ -132,7 +134,7 @@ def test_probes_are_distinct_and_ask_for_the_real_services(overlay: str) -> None
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_pod_is_restricted(overlay: str) -> None:
     pods = km.pod_specs(overlay)
-    assert len(pods) == 2  # the server and the migration Job
+    assert len(pods) == 3  # the server, the migration Job and the gc CronJob
     for pod in pods:
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -291,9 +293,9 @@ def _ports(rule: dict[str, Any]) -> set[Any]:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_network_policy_admits_only_what_the_service_needs(overlay: str) -> None:
     policy = km.one(overlay, "NetworkPolicy")["spec"]
-    for pod in (d for d in km.render(overlay) if d["kind"] in ("Deployment", "Job")):
+    for pod in (d for d in km.render(overlay) if d["kind"] in ("Deployment", "Job", "CronJob")):
         assert km.matches(policy["podSelector"]["matchLabels"],
-                        pod["spec"]["template"]["metadata"]["labels"])
+                        km.pod_template(pod)["metadata"]["labels"])
     assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
     ingress = {frozenset(_ports(rule)): rule["from"] for rule in policy["ingress"]}
     assert set(ingress) == {frozenset({"grpc"}), frozenset({"metrics"})}
@@ -456,6 +458,14 @@ def test_pod_config_migrates_then_serves_its_probes(overlay: str, pg_dsn: str,
             env={**inherited, **job_env, "PGUSER": role},
             capture_output=True, text=True, timeout=300, check=False)
         assert refused.returncode != 0 and role in refused.stdout + refused.stderr
+    # The gc CronJob's command runs on what the Job made, with its own pod env.
+    cron = km.pod_template(km.one(overlay, "CronJob", "diwaniya-gc"))["spec"]["containers"][0]
+    cron_env = {**env, **{e["name"]: e["value"] for e in cron["env"] if "value" in e}}
+    collected = subprocess.run(
+        [sys.executable, "-m", "service", *cron["args"]], cwd=ROOT,
+        env={**inherited, **cron_env}, capture_output=True, text=True, timeout=300, check=False)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert json.loads(collected.stdout.splitlines()[-1])["dry_run"] is False
     serve = ServeProcess(env, tmp_path / "serve.log")
     target = serve.start()
     # One connection throughout: the next Check right after NOT_SERVING needs

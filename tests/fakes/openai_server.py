@@ -13,6 +13,7 @@ test loudly rather than hanging it.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ class ScriptedReply:
     body: dict[str, Any] | None = None  # for non-200 replies
     delay_s: float = 0.0  # before the status line
     event_delay_s: float = 0.0  # between SSE events
+    # Set: the stream stops after its first two events until the test sets it
+    # (a turn held in flight, without guessing how long it takes).
+    hold: threading.Event | None = None
 
     @classmethod
     def text(
@@ -191,10 +195,12 @@ class ScriptedOpenAIServer:
         for name, value in reply.headers.items():
             handler.send_header(name, value)
         handler.end_headers()
-        for event in reply.events:
+        for n, event in enumerate(reply.events):
             data = event if isinstance(event, str) else json.dumps(event, ensure_ascii=False)
             handler.wfile.write(f"data: {data}\n\n".encode())
             handler.wfile.flush()
+            if n == 1 and reply.hold is not None:
+                reply.hold.wait(timeout=120)
             if reply.event_delay_s:
                 time.sleep(reply.event_delay_s)
         handler.wfile.write(b"data: [DONE]\n\n")
