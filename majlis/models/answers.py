@@ -67,6 +67,10 @@ TYPE_BONUS = 0.15
 CHUNK_PRIOR = 0.2
 # A second sentence must add this much coverage, or carry the type the first lacks.
 _MIN_GAIN = 0.05
+# Chunks an MSA question reads (the first, by retrieval rank): its bars were
+# calibrated on ARCD over three, and more near-miss chunks would lower its
+# out-of-KB abstention.  A dialect question reads every chunk recalled.
+MSA_CHUNKS = 3
 # Weight of the title's share in Answer.grounding (see there).
 TITLE_GROUNDING = 0.3
 # A sentence opening with a pronoun continues the one before: «هو الملك الثالث
@@ -299,6 +303,8 @@ def select_answer(
     """
     dialect = looks_dialect(question) or (dialect_cue is not None and dialect_cue(question))
     qtype = question_type(question)
+    if not dialect:
+        recalled = recalled[:MSA_CHUNKS]
     with_plain = _concepts_plain(question, keys, stop, expand, dialect=dialect, qtype=qtype)
     concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:
