@@ -74,6 +74,7 @@ class OfflineResponder:
         grounding_threshold: float = 0.82,
         dialect_grounding_threshold: float = 0.6,
         dialect_plain_grounding_threshold: float = 0.7,
+        dialect_typed_grounding_threshold: float = 0.5,
         dialect_answer_threshold: float = 0.1,
         clarify_threshold: float = 0.25,
         tool_threshold: float = 0.5,
@@ -89,6 +90,7 @@ class OfflineResponder:
         self._grounding_threshold = grounding_threshold
         self._dialect_grounding = dialect_grounding_threshold
         self._dialect_plain_grounding = dialect_plain_grounding_threshold
+        self._dialect_typed_grounding = dialect_typed_grounding_threshold
         self._dialect_answer = dialect_answer_threshold
         self._clarify_threshold = clarify_threshold
         self._tool_threshold = tool_threshold
@@ -185,6 +187,11 @@ class OfflineResponder:
         grounding = self._dialect_grounding if dialect else self._grounding_threshold
         if dialect and found is not None and found.plain_missing:
             grounding = self._dialect_plain_grounding
+        if dialect and found is not None and not found.plain_missing and found.typed:
+            # The sentence carries what the question asks (the number for «قديش», the
+            # day for «امتى») and no plain subject word is missing: the chunk's share
+            # of the question may be lower («وين اشوف نقاطي؟» → 0.6 of it is dialect).
+            grounding = min(grounding, self._dialect_typed_grounding)
         coverage = self._dialect_answer if dialect else self._answer_threshold
         if (
             found is not None

@@ -28,7 +28,8 @@ class Recall:
     ``memory_cited`` event so the caller can show its sources.
     """
 
-    def __init__(self, store: MemoryStore, *, docs_k: int = RECALL_DOCUMENTS, max_facts: int = 20) -> None:
+    def __init__(self, store: MemoryStore, *, docs_k: int = RECALL_DOCUMENTS,
+                 max_facts: int = 20) -> None:
         self._store = store
         self._docs_k = docs_k
         self._max_facts = max_facts
