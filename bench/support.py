@@ -20,6 +20,8 @@ Metrics:
 * ``reply_foreign``: replies mirrored (``reply_register == "dialect"``) into a
   dialect other than the question's region (must be 0).
 * ``abstention``: unanswerable questions whose reply quotes no document.
+* ``answer_chars_mean``: mean length in characters of the replies that quote a
+  document (lead-in included): answers stay short, never the whole document.
 * ``leaks``: replies showing a file name, slug path (›), Markdown heading or
   bracketed source (must be 0).
 * ``thread_switches`` / ``thread_foreign_switches``: replies in 5-turn threads
@@ -159,6 +161,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
         agreed: Counter[str] = Counter()
         misses: list[str] = []
         leaks = abstained = switches = foreign_switches = reply_foreign = 0
+        quoted_chars: list[int] = []  # length of every reply that quotes a document
         try:
             await kb.ingest_files(app.store, TENANT, docs)
             async with DiwaniyaClient(f"127.0.0.1:{server.port}", api_key="bench") as client:
@@ -176,6 +179,8 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
                     if foreign(t.voice, q.region):
                         misses.append(f"foreign voice {t.voice}\t{label}\t{q.text}")
                     leaks += bool(_LEAK.search(reply))
+                    if t.quoted:
+                        quoted_chars.append(len(reply))
                     if not hit:
                         misses.append(f"{label}\t{q.text}\t→ {reply[:160]}")
                 for i, (region, _script, text) in enumerate(unanswerable):
@@ -217,6 +222,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
         "unanswerable": len(unanswerable),
         "abstention": round(abstained / max(len(unanswerable), 1), 4),
         "leaks": leaks,
+        "answer_chars_mean": round(sum(quoted_chars) / max(len(quoted_chars), 1), 1),
         "thread_turns": len(threads),
         "thread_switches": switches,
         "thread_foreign_switches": foreign_switches,

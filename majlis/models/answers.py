@@ -67,6 +67,10 @@ TYPE_BONUS = 0.15
 CHUNK_PRIOR = 0.2
 # A second sentence must add this much coverage, or carry the type the first lacks.
 _MIN_GAIN = 0.05
+# Chunks an MSA question reads (the first, by retrieval rank): its bars were
+# calibrated on ARCD over three, and more near-miss chunks would lower its
+# out-of-KB abstention.  A dialect question reads every chunk recalled.
+MSA_CHUNKS = 3
 # Weight of the title's share in Answer.grounding (see there).
 TITLE_GROUNDING = 0.3
 # A sentence opening with a pronoun continues the one before: «هو الملك الثالث
@@ -91,6 +95,8 @@ class Answer:
     chunk_weighted: float = 0.0  # IDF-weighted share of the question's concepts in the chunk
     # Concepts written as plain MSA (no bridge entry) the chunk lacks: «الدولار» in
     # «شنو سعر الدولار اليوم؟» names a subject the knowledge base does not hold.
+    # A verb-shaped word («اشوف», «اشتريت») is the customer's action, not a subject:
+    # it is not counted (:func:`verb_shaped`).
     plain_missing: int = 0
 
     @property
@@ -247,7 +253,8 @@ def _concepts_plain(
         found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
                                           roots=dialect)),
                       _with_skeletons(sorted(core), bare, roots=dialect),
-                      not bridged and _ARABIC.match(bare) is not None))
+                      not bridged and _ARABIC.match(bare) is not None
+                      and not verb_shaped(bare)))
     # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
     # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
     # same thing asked as «الاستلام» written beside it.
@@ -263,6 +270,33 @@ def _concepts_plain(
         else:
             merged.append((concept, core, [plain]))
     return [(frozenset(c), all(flags)) for c, _core, flags in merged]
+
+
+_VERB_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي"})
+_NOUN_ENDING = ("ه", "ات", "ين", "ون", "يه")
+
+
+def verb_shaped(word: str) -> bool:
+    """Is an unmatched word shaped like the customer's own verb rather than a subject?
+
+    «اشوف», «اوقف», «نربط», «بعرف», «اشتريت», «استعمل» describe what the customer
+    does; the subject a policy would hold is a noun («الدولار», «تأمين», «ماركة»,
+    «لغات»).  A verb shape: no article, no noun ending (ة، ات، ين، ون، ية), and an
+    imperfect prefix (ا، ن، ت، ي، ب) on four letters, the tenth form (است…), or the
+    perfect's person ending ت on five letters or more.
+
+    >>> [verb_shaped(w) for w in ("اشوف", "نربط", "بعرف", "اشتريت", "استعمل",
+    ...                           "الدولار", "تأمين", "ماركة", "لغات", "وضع")]
+    [True, True, True, True, True, False, False, False, False, False]
+    """
+    w = _MARKS.sub("", word).translate(_VERB_FOLD).rstrip("؟?!.,،")
+    if w.startswith("ال") or w.endswith(_NOUN_ENDING) or len(w) < 4:
+        return False
+    if w.startswith("است") and len(w) >= 6:
+        return True
+    if len(w) >= 5 and w.endswith("ت"):
+        return True
+    return len(w) == 4 and w[0] in "انتيب"
 
 
 def _sentences(item: Recalled) -> list[str]:
@@ -299,6 +333,8 @@ def select_answer(
     """
     dialect = looks_dialect(question) or (dialect_cue is not None and dialect_cue(question))
     qtype = question_type(question)
+    if not dialect:
+        recalled = recalled[:MSA_CHUNKS]
     with_plain = _concepts_plain(question, keys, stop, expand, dialect=dialect, qtype=qtype)
     concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:

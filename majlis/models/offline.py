@@ -34,13 +34,20 @@ from dataclasses import replace
 from typing import Any
 
 from majlis.models import support
-from majlis.models.answers import Answer, Expander, display_topic, select_answer
+from majlis.models.answers import (
+    MSA_CHUNKS,
+    Answer,
+    Expander,
+    display_topic,
+    select_answer,
+)
 from majlis.models.phrases import PhraseBook
 from majlis.models.types import (
     ChatMessage,
     Citation,
     ModelOutput,
     ModelRequest,
+    Recalled,
     ResponderContext,
     TextChunk,
     ToolCallRequest,
@@ -74,6 +81,7 @@ class OfflineResponder:
         grounding_threshold: float = 0.82,
         dialect_grounding_threshold: float = 0.6,
         dialect_plain_grounding_threshold: float = 0.7,
+        dialect_typed_grounding_threshold: float = 0.5,
         dialect_answer_threshold: float = 0.1,
         clarify_threshold: float = 0.25,
         tool_threshold: float = 0.5,
@@ -89,6 +97,7 @@ class OfflineResponder:
         self._grounding_threshold = grounding_threshold
         self._dialect_grounding = dialect_grounding_threshold
         self._dialect_plain_grounding = dialect_plain_grounding_threshold
+        self._dialect_typed_grounding = dialect_typed_grounding_threshold
         self._dialect_answer = dialect_answer_threshold
         self._clarify_threshold = clarify_threshold
         self._tool_threshold = tool_threshold
@@ -167,30 +176,21 @@ class OfflineResponder:
     def _answer(self, ctx: ResponderContext, extras: list[Citation | ToolCallRequest]) -> str:
         say = self._say(ctx.region)
         q_keys = content_keys(ctx.user_text, self._keys, self._stop)
-        found: Answer | None = select_answer(
-            ctx.user_text, ctx.recalled, keys=self._keys, stop=self._stop, expand=self._expand,
-            dialect_cue=self._dialect_cue,
-        )
-        # Two conditions: the chosen sentences must cover the question (weighted),
-        # and the chunk must contain most of its words (Answer.grounding) — what
-        # stops an answer about a *different* entity when the KB lacks the one
-        # asked about (calibrated on ARCD, MSA: bench/offline_qa.py).  A dialect
-        # question (Answer.dialect) always carries words
-        # an MSA policy never has (بيفضل، مالتكم، صارت), so it needs less of them
-        # (calibrated on bench/support.py dev).
-        # A dialect question's unmatched words are often dialect the bridge has not
-        # met; an unmatched *plain MSA* word («الدولار», «المستعملة») may be a subject
-        # the chunk does not hold, so with one a higher bar applies (between the two).
-        dialect = found is not None and found.dialect
-        grounding = self._dialect_grounding if dialect else self._grounding_threshold
-        if dialect and found is not None and found.plain_missing:
-            grounding = self._dialect_plain_grounding
-        coverage = self._dialect_answer if dialect else self._answer_threshold
-        if (
-            found is not None
-            and found.coverage >= coverage
-            and found.grounding >= grounding
-        ):
+
+        def select(recalled: Sequence[Recalled]) -> Answer | None:
+            return select_answer(ctx.user_text, recalled, keys=self._keys, stop=self._stop,
+                                 expand=self._expand, dialect_cue=self._dialect_cue)
+
+        # First the chunks retrieval ranks highest; only when they give no grounded
+        # answer, a dialect question's wider pool (select_answer reads all the
+        # recalled chunks for it): the second stage adds answers, never replaces one
+        # (ARCD questions the bridge reads as dialect keep their top-3 answer).
+        found = select(ctx.recalled[:MSA_CHUNKS])
+        if not self._grounded(found) and len(ctx.recalled) > MSA_CHUNKS:
+            wider = select(ctx.recalled)
+            if wider is not None and wider.dialect and self._grounded(wider):
+                found = wider
+        if found is not None and self._grounded(found):
             extras.append(Citation(found.source, snippet=found.text))
             # A dialect lead-in («أبشر، هذي المعلومة:») frames the fact; MSA has
             # none (its entry is empty): the fact alone is the formal register.
@@ -201,6 +201,31 @@ class OfflineResponder:
         if found is not None and found.coverage >= self._clarify_threshold and topic:
             return say("clarify_topic", topic=topic)
         return say("dont_know")
+
+    def _grounded(self, found: Answer | None) -> bool:
+        """Do the chosen sentences answer, from a chunk about what was asked?
+
+        Two conditions: the chosen sentences must cover the question (weighted),
+        and the chunk must contain most of its words (Answer.grounding) — what
+        stops an answer about a *different* entity when the KB lacks the one
+        asked about (calibrated on ARCD, MSA: bench/offline_qa.py).  A dialect
+        question (Answer.dialect) always carries words an MSA policy never has
+        (بيفضل، مالتكم، صارت), so it needs less of them (bench/support.py dev sets,
+        curve: bench/answer_curve.py).  An unmatched *plain MSA* word («الدولار»,
+        «المستعملة») may be a subject the chunk does not hold: a higher bar.  A
+        sentence carrying what the question asks (the number for «قديش», the day for
+        «امتى») with no plain word missing: a lower one («وين اشوف نقاطي؟»).
+        """
+        if found is None:
+            return False
+        dialect = found.dialect
+        grounding = self._dialect_grounding if dialect else self._grounding_threshold
+        if dialect and found.plain_missing:
+            grounding = self._dialect_plain_grounding
+        if dialect and not found.plain_missing and found.typed:
+            grounding = min(grounding, self._dialect_typed_grounding)
+        coverage = self._dialect_answer if dialect else self._answer_threshold
+        return found.coverage >= coverage and found.grounding >= grounding
 
     def _match_tool(
         self, text: str, tools: Sequence[ToolSpec], *, known: Mapping[str, str] | None = None

@@ -11,6 +11,13 @@ from majlis.records import Recollection
 from majlis.state import ThreadState
 from memory import MemoryStore, recall
 
+# Chunks recalled per turn.  The offline responder reranks all of them for a dialect
+# question (its words rarely match the policy's, so the chunk holding the answer is
+# often 4th or 5th: bench/support.py dev 0.773 → 0.807 at the same abstention); an
+# MSA question and the model's prompt read only the first PROMPT_DOCUMENTS.
+RECALL_DOCUMENTS = 5
+PROMPT_DOCUMENTS = 3
+
 
 class Recall:
     """Gathers the user's own facts and the knowledge-base chunks that bear on the message.
@@ -21,7 +28,8 @@ class Recall:
     ``memory_cited`` event so the caller can show its sources.
     """
 
-    def __init__(self, store: MemoryStore, *, docs_k: int = 3, max_facts: int = 20) -> None:
+    def __init__(self, store: MemoryStore, *, docs_k: int = RECALL_DOCUMENTS,
+                 max_facts: int = 20) -> None:
         self._store = store
         self._docs_k = docs_k
         self._max_facts = max_facts

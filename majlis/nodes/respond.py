@@ -18,6 +18,7 @@ from majlis.models import (
 )
 from majlis.models.phrases import voice_key
 from majlis.nodes._emit import Emitter
+from majlis.nodes.recall import PROMPT_DOCUMENTS
 from majlis.pii_context import raw_turn_text
 from majlis.prompt import compose_system_prompt
 from majlis.records import (
@@ -176,7 +177,7 @@ def _system_prompt(tenant: Tenant, setting: Setting, recollection: Recollection,
         # The voice chosen for this reply (phase node), not the raw thread
         # dialect: REGISTER_MSA or an unsure thread must not say "reply in X".
         region=setting.voice,
-        recalled=list(recollection.documents),
+        recalled=list(recollection.documents[:PROMPT_DOCUMENTS]),
         facts=[*recollection.facts, *support.known_facts_ar(sup.known)],
         now_gregorian=setting.local_time,
         now_hijri=f"{hd} {Hijri(hy, hm, hd).month_name('ar')} {hy}",
