@@ -11,7 +11,7 @@ except the closing one, so a resumer always learns the turn ended); rows older
 than ``ttl_s`` are pruned opportunistically when a turn starts (at most once a
 ``ttl_s / 10`` per process) and are never served.
 
-Write cost: events are buffered and written with one ``executemany`` per
+Write cost: events are buffered and written with one multi-row INSERT per
 flush; a flush happens on the first event, the last one, and otherwise when
 ``flush_s`` passed since the previous flush — a streamed reply's words cost a
 round trip per ``flush_s``, not per word.
@@ -54,6 +54,12 @@ _COLUMNS = "(tenant, thread_id, turn_id, seq, user_id, at, body)"
 Row = tuple[str, str, str, int, str, float, str]
 
 
+def insert_sql(n: int) -> str:
+    """The PostgreSQL INSERT of ``n`` rows (seven parameters each), idempotent per seq."""
+    values = ",".join(["(%s,%s,%s,%s,%s,%s,%s)"] * n)
+    return f"INSERT INTO diwaniya_turn_events {_COLUMNS} VALUES {values} ON CONFLICT DO NOTHING"
+
+
 def is_final(envelope: Envelope) -> bool:
     """turn_completed or error: nothing follows it in the turn."""
     return isinstance(envelope.event, TurnCompleted | TurnError)
@@ -88,10 +94,12 @@ class PostgresTurnEvents:
         self._pool = pool
 
     async def insert(self, rows: Sequence[Row]) -> None:
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.executemany(
-                f"INSERT INTO diwaniya_turn_events {_COLUMNS} VALUES (%s,%s,%s,%s,%s,%s,%s) "
-                "ON CONFLICT DO NOTHING", rows)
+        # One statement with a VALUES row per event: psycopg's executemany runs
+        # in pipeline mode, which cost several times the CPU of the insert itself.
+        if not rows:
+            return
+        async with self._pool.connection() as conn:
+            await conn.execute(insert_sql(len(rows)), [v for row in rows for v in row])
 
     async def after(self, tenant: str, user_id: str, thread_id: str, turn_id: str,
                     after_seq: int, since: float) -> list[tuple[int, str]] | None:
@@ -119,6 +127,12 @@ class SqliteTurnEvents:
         await self._conn.commit()
 
     async def insert(self, rows: Sequence[Row]) -> None:
+        # Shielded: a turn cancelled between the INSERT and its COMMIT would
+        # leave the connection's write transaction open, and with it the
+        # file's write lock ("database is locked" for every other writer).
+        await asyncio.shield(self._insert(rows))
+
+    async def _insert(self, rows: Sequence[Row]) -> None:
         await self._conn.executemany(
             f"INSERT OR IGNORE INTO diwaniya_turn_events {_COLUMNS} VALUES (?,?,?,?,?,?,?)", rows)
         await self._conn.commit()
@@ -216,7 +230,9 @@ class TurnWriter:
         self._count = 0
         self._last: Envelope | None = None
 
-    async def add(self, envelope: Envelope) -> None:
+    async def add(self, envelope: Envelope, *, hold: bool = False) -> None:
+        """Buffer the event; write the buffer on the first, the last, or after ``flush_s``
+        (``hold``: only buffer — the caller writes next, e.g. :meth:`abort`)."""
         if not envelope.turn_id:
             return  # ``queued`` (seq 0): before the turn exists, nothing to resume
         final = is_final(envelope)
@@ -229,7 +245,8 @@ class TurnWriter:
         first = envelope.seq == 1
         if first:
             await self._log.maybe_prune()
-        if first or final or time.monotonic() - self._flushed_at >= self._log.flush_s:
+        if not hold and (first or final
+                         or time.monotonic() - self._flushed_at >= self._log.flush_s):
             await self.flush()
 
     async def flush(self) -> None:

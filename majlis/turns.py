@@ -130,6 +130,10 @@ class TurnRunner:
             "diwaniya.turn_kind": order.kind})
         # The resumable log (majlis.turn_log): every event also goes there, batched.
         log = self._db.turn_log.writer(inp.tenant, inp.user_id) if self._db.turn_log else None
+        # An event is logged just after it is yielded, not before: the first
+        # event leaves without waiting for the log's round trip (time to first
+        # event), and an event the stream ended on is logged by the handler below.
+        unlogged: Envelope | None = None
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
@@ -138,12 +142,17 @@ class TurnRunner:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
+                    unlogged = envelope
+                    yield envelope
+                    unlogged = None
                     if log is not None:
                         await log.add(envelope)
-                    yield envelope
         except BaseException as exc:
             if log is not None:
                 with contextlib.suppress(Exception):
+                    if unlogged is not None:
+                        # Written with abort's error event, in one round trip.
+                        await log.add(unlogged, hold=True)
                     await log.abort(exc)
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
