@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -110,6 +110,9 @@ class CheckpointWrites(Protocol):
 
     @property
     def serde(self) -> Any: ...
+    # The recorded calls, in order: ("put", aput's args) or ("writes", aput_writes' args).
+    @property
+    def ops(self) -> Sequence[tuple[str, tuple[Any, ...]]]: ...
     async def apply(self, saver: Any) -> None: ...
 
 

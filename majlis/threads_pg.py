@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import LeaseLost, NotFound
+from majlis import pg_commit
 from majlis.store_errors import translate_store_errors
 from majlis.threads import (
     CheckpointWrites,
@@ -148,12 +149,10 @@ _COMMIT_HEAD = (
     " turn_count = turn_count + %s, head_checkpoint_id = %s,"
     " title = CASE WHEN title = '' THEN %s ELSE title END"
     " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1")
-# The same, finishing the request record only if the fence matched: one statement.
-_COMMIT_HEAD_AND_REQUEST = (
-    f"WITH head AS ({_COMMIT_HEAD}),"
-    " req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
-    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))"
-    " SELECT 1 FROM head")
+# Finishes the request record, only if the fence matched (a CTE beside ``head``).
+_FINISH_REQUEST = (
+    "req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
+    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))")
 
 
 class _Fenced(Exception):
@@ -243,35 +242,46 @@ class PostgresThreadStore:
 
     # ------------------------------------------------------------ fencing
     async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
-        """One transaction: fence + registry first, then the checkpoint and the request record.
+        """One statement (majlis.pg_commit): fence, registry, checkpoint and request record.
 
         The registry UPDATE carries the fence in its WHERE (``lease_epoch`` =
         this turn's token): it row-locks the thread like ``SELECT … FOR
         UPDATE`` did, so a successor's bump waits for this commit, and under
         READ COMMITTED it re-checks the epoch of a row a successor bumped
-        meanwhile. When it matches no row, nothing has been written: the
-        transaction rolls back and a SELECT tells "deleted" from "lost the lock".
+        meanwhile. When it matches no row, nothing has been written (every
+        insert is gated on it) and a SELECT tells "deleted" from "lost the lock".
         """
+        params: list[object] = [
+            commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
+            lease.thread_id, lease.token if isinstance(lease.token, int) else -1]
+        gated: list[tuple[str, list[object]]] = []
+        if commit.request is not None:
+            key = commit.request
+            gated.append((_FINISH_REQUEST, [
+                commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
+                commit.checkpoint_id, key.tenant, key.user_id, key.request_id]))
         async with self._pool.connection() as conn:
-            try:
-                async with conn.transaction():
-                    params: list[object] = [
-                        commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
-                        lease.thread_id, lease.token if isinstance(lease.token, int) else -1]
-                    if commit.request is None:
-                        cur = await conn.execute(_COMMIT_HEAD, params)
-                    else:
-                        key = commit.request
-                        params += [commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
-                                   commit.checkpoint_id, key.tenant, key.user_id, key.request_id]
-                        cur = await conn.execute(_COMMIT_HEAD_AND_REQUEST, params)
-                    if await cur.fetchone() is None:
-                        raise _Fenced
-                    await writes.apply(AsyncPostgresSaver(
-                        cast(AsyncConnection[DictRow], conn), serde=writes.serde))
-                return
-            except _Fenced:
-                pass
+            if pg_commit.supported(writes.ops):
+                # The usual case: fence, registry, request and checkpoint rows
+                # in one atomic statement, one round trip (majlis.pg_commit).
+                sql, values = pg_commit.fenced_commit_sql(
+                    _COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated)
+                cur = await conn.execute(sql, values)
+                if await cur.fetchone() is not None:
+                    return
+            else:
+                try:
+                    async with conn.transaction():
+                        sql, values = pg_commit.fenced_commit_sql(
+                            _COMMIT_HEAD, params, ops=(), serde=writes.serde, gated=gated)
+                        cur = await conn.execute(sql, values)
+                        if await cur.fetchone() is None:
+                            raise _Fenced
+                        await writes.apply(AsyncPostgresSaver(
+                            cast(AsyncConnection[DictRow], conn), serde=writes.serde))
+                    return
+                except _Fenced:
+                    pass
             cur = await conn.execute(
                 "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s",
                 (lease.thread_id,))
