@@ -103,6 +103,9 @@ class TurnCommit:
     # False for a thread-state change that is not a turn (ReleaseHandoff): it is
     # fenced and moves the head like a turn, but is not counted as one.
     counts_turn: bool = True
+    # Rows of the resumable-turn log (majlis.turn_log) ending in turn_completed:
+    # written in the same transaction, so the log says "completed" only for a kept turn.
+    log_rows: Sequence[tuple[Any, ...]] = ()
 
 
 class CheckpointWrites(Protocol):

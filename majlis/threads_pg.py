@@ -155,6 +155,14 @@ _FINISH_REQUEST = (
     f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))")
 
 
+# The turn log's closing rows (majlis.turn_log), only if the fence matched.
+_LOG_ROW = "(%s::text,%s::text,%s::text,%s::integer,%s::text,%s::float8,%s::text)"
+_LOG = ("log AS (INSERT INTO diwaniya_turn_events"
+        " (tenant, thread_id, turn_id, seq, user_id, at, body)"
+        " SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM head)"
+        " ON CONFLICT DO NOTHING)")
+
+
 class _Fenced(Exception):
     """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
 
@@ -260,6 +268,9 @@ class PostgresThreadStore:
             gated.append((_FINISH_REQUEST, [
                 commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
                 commit.checkpoint_id, key.tenant, key.user_id, key.request_id]))
+        if commit.log_rows:
+            gated.append((_LOG.format(rows=",".join([_LOG_ROW] * len(commit.log_rows))),
+                          [v for row in commit.log_rows for v in row]))
         async with self._pool.connection() as conn:
             if pg_commit.supported(writes.ops):
                 # The usual case: fence, registry, request and checkpoint rows

@@ -323,6 +323,10 @@ class SqliteThreadStore:
                          json.dumps(commit.result, ensure_ascii=False), commit.checkpoint_id,
                          key.tenant, key.user_id, key.request_id),
                     )
+                if commit.log_rows:
+                    await conn.executemany(
+                        "INSERT OR IGNORE INTO diwaniya_turn_events (tenant, thread_id, turn_id,"
+                        " seq, user_id, at, body) VALUES (?,?,?,?,?,?,?)", commit.log_rows)
                 await conn.commit()
             except BaseException:
                 await asyncio.shield(conn.rollback())

@@ -12,9 +12,12 @@ than ``ttl_s`` are pruned opportunistically when a turn starts (at most once a
 ``ttl_s / 10`` per process) and are never served.
 
 Write cost: events are buffered and written with one multi-row INSERT per
-flush; a flush happens on the first event, the last one, and otherwise when
-``flush_s`` passed since the previous flush — a streamed reply's words cost a
-round trip per ``flush_s``, not per word.
+flush; a flush happens on the first event and otherwise when ``flush_s``
+passed since the previous flush — a streamed reply's words cost a round trip
+per ``flush_s``, not per word. The closing ``turn_completed`` and whatever is
+still buffered are written by the turn's fenced commit itself
+(``TurnCommit.log_rows``): no round trip of their own, and "completed" is in
+the log only for a turn that was kept.
 
 Rows: ``(tenant, thread_id, turn_id, seq)`` → the event as JSON
 (``{"event": {...}, "extra": {...}}``), with ``user_id`` so
@@ -229,19 +232,38 @@ class TurnWriter:
         self._flushed_at = 0.0
         self._count = 0
         self._last: Envelope | None = None
+        # Events up to this seq were written by the turn's commit (closing_rows).
+        self._committed_seq = 0
+
+    def closing_rows(self, final: Envelope) -> list[Row]:
+        """The buffered rows plus ``final`` (turn_completed), for the turn's commit to
+        write in its own transaction; :meth:`committed` once that commit succeeded."""
+        return [*self._buffer, self._row(final)]
+
+    def committed(self, final: Envelope) -> None:
+        """The commit wrote :meth:`closing_rows`: nothing of them is written again."""
+        self._buffer = []
+        self._count += 1
+        self._last = final
+        self._committed_seq = final.seq
+
+    def _row(self, envelope: Envelope) -> Row:
+        return (self._tenant, envelope.thread_id, envelope.turn_id, envelope.seq, self._user,
+                time.time(), encode(envelope))
 
     async def add(self, envelope: Envelope, *, hold: bool = False) -> None:
         """Buffer the event; write the buffer on the first, the last, or after ``flush_s``
         (``hold``: only buffer — the caller writes next, e.g. :meth:`abort`)."""
         if not envelope.turn_id:
             return  # ``queued`` (seq 0): before the turn exists, nothing to resume
+        if envelope.seq <= self._committed_seq:
+            return  # written by the commit already
         final = is_final(envelope)
         self._last = envelope
         if self._count >= self._log.max_events and not final:
             return
         self._count += 1
-        self._buffer.append((self._tenant, envelope.thread_id, envelope.turn_id, envelope.seq,
-                             self._user, time.time(), encode(envelope)))
+        self._buffer.append(self._row(envelope))
         first = envelope.seq == 1
         if first:
             await self._log.maybe_prune()

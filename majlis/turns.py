@@ -45,6 +45,7 @@ from majlis.queueing import EnteringLock
 from majlis.records import CompletedTurn, TurnInput
 from majlis.state import ThreadState, held_calls, turn_start
 from majlis.threads import Lease, RequestKey, RequestRecord, ThreadRow, TurnCommit
+from majlis.turn_log import TurnWriter
 
 _tracer = trace.get_tracer("diwaniya.majlis")
 
@@ -138,7 +139,8 @@ class TurnRunner:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
             async with self._db.errors(), contextlib.aclosing(
-                    self._locked(order, thread_id, deadline, create=new_row)) as turn_events:
+                    self._locked(order, thread_id, deadline, create=new_row,
+                                 log=log)) as turn_events:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
@@ -193,7 +195,8 @@ class TurnRunner:
         return record.thread_id, record if record.done else None, None
 
     async def _locked(self, order: TurnOrder, thread_id: str, deadline: float, *,
-                      create: ThreadRow | None = None) -> AsyncGenerator[Envelope, None]:
+                      create: ThreadRow | None = None,
+                      log: TurnWriter | None = None) -> AsyncGenerator[Envelope, None]:
         wait = min(self._enqueue_wait_s, max(0.0, deadline - time.monotonic()))
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
             thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create))
@@ -234,11 +237,15 @@ class TurnRunner:
                     "nothing was added to the thread — send the message again (same "
                     "request_id is safe)") from None
             done_turn = _outcome(pending, inp.turn_id)
+            final = numbered(done_turn.to_event(pending.checkpoint_id))
             await self._commit(lease, pending, TurnCommit(
                 at=inp.at, title=order.title, checkpoint_id=pending.checkpoint_id, request=key,
                 turn_id=inp.turn_id, events=list(done_turn.events),
-                result=done_turn.to_result()))
-            yield numbered(done_turn.to_event(pending.checkpoint_id))
+                result=done_turn.to_result(),
+                log_rows=log.closing_rows(final) if log is not None else ()))
+            if log is not None:
+                log.committed(final)
+            yield final
 
     async def _check_held(self, config: RunnableConfig, call_id: str, thread_id: str) -> None:
         """NotFound before the first event when the approval names no held call."""
