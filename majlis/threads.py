@@ -132,10 +132,13 @@ class ThreadStore(Protocol):
     async def delete(self, tenant: str, thread_id: str) -> bool: ...
     def lock(
         self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None,
-        create: ThreadRow | None = None,
+        create: ThreadRow | None = None, owner: tuple[str, str] | None = None,
     ) -> AbstractAsyncContextManager[Lease]:
         """Hold the thread's turn lock; ``create``: insert this new thread's row as the
-        lock is taken (a new conversation's first turn, without a request_id)."""
+        lock is taken (a new conversation's first turn, without a request_id);
+        ``owner`` (tenant, user_id): NotFound unless that user owns the thread,
+        checked in the lock's own statement where the store can (no lock is taken
+        on another user's thread)."""
         ...
     async def commit_turn(
         self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit

@@ -114,6 +114,20 @@ _LOCK_AND_BUMP = (
     " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b)")
 
 
+# The same for a continuing turn, with the ownership check folded in: the lock
+# is tried only on a thread this user owns (``mine``), so a thread of another
+# user is never locked and the turn needs no SELECT of its own before this one.
+_LOCK_OWNED_AND_BUMP = (
+    "WITH o AS (SELECT user_id = %s AS mine FROM diwaniya_threads"
+    " WHERE tenant = %s AND thread_id = %s),"
+    " l AS (SELECT CASE WHEN (SELECT mine FROM o)"
+    " THEN pg_try_advisory_lock(%s, hashtext(%s)) ELSE false END AS got),"
+    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
+    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b),"
+    " coalesce((SELECT mine FROM o), false)")
+
+
 # Records a request id; an expired record of the same id is overwritten as if
 # deleted. Returns the row only when this statement recorded it.
 _CLAIM = (
@@ -371,7 +385,8 @@ class PostgresThreadStore:
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
                    on_wait: OnWait | None = None,
-                   create: ThreadRow | None = None) -> AsyncIterator[Lease]:
+                   create: ThreadRow | None = None,
+                   owner: tuple[str, str] | None = None) -> AsyncIterator[Lease]:
         async with self._waiters.waiting(thread_id, policy=policy):
             if on_wait is not None and self._lock_pool_full():
                 # Every lock connection holds a running turn: say so now, not
@@ -391,7 +406,11 @@ class PostgresThreadStore:
                     nonlocal unsure
                     unsure = True
                     with translate_store_errors():
-                        if create is None:
+                        if owner is not None:
+                            cur = await conn.execute(_LOCK_OWNED_AND_BUMP, (
+                                owner[1], owner[0], thread_id, _LOCK_CLASS, thread_id,
+                                thread_id))
+                        elif create is None:
                             cur = await conn.execute(_LOCK_AND_BUMP,
                                                      (_LOCK_CLASS, thread_id, thread_id))
                         else:
@@ -401,6 +420,9 @@ class PostgresThreadStore:
                                 r.title, r.created_at, r.updated_at, r.turn_count))
                         row = await cur.fetchone()
                     unsure = False
+                    if owner is not None and not (row and row[2]):
+                        # Exactly what a missing thread says: thread ids cannot be probed.
+                        raise NotFound(f"thread {thread_id} not found for user {owner[1]}")
                     if not (row and row[0]):
                         return False
                     epoch.append(row[1])

@@ -175,14 +175,16 @@ class TurnRunner:
         inp = order.input
         new_row: ThreadRow | None = None
         thread_id = inp.thread_id
-        if thread_id:
+        key = order.key
+        if thread_id and key is not None:
+            # Before the claim: a request id is recorded only on the user's own thread.
             await owned(self._db, inp.tenant, inp.user_id, thread_id)
-        else:
+        elif not thread_id:
             thread_id = uuid.uuid4().hex
             new_row = ThreadRow(thread_id=thread_id, tenant=inp.tenant, user_id=inp.user_id,
                                 title="", created_at=inp.at, updated_at=inp.at, turn_count=0)
-        key = order.key
         if key is None:
+            # A continuing turn's ownership is checked by the lock statement itself.
             return thread_id, None, new_row
         digest = content_hash(order.content)
         record = await self._db.threads.claim_request(
@@ -198,8 +200,13 @@ class TurnRunner:
                       create: ThreadRow | None = None,
                       log: TurnWriter | None = None) -> AsyncGenerator[Envelope, None]:
         wait = min(self._enqueue_wait_s, max(0.0, deadline - time.monotonic()))
+        # Ownership not checked yet (continuing turn without request_id): the lock does it.
+        unchecked = order.input.thread_id and order.key is None
+        extra: dict[str, Any] = (
+            {"owner": (order.input.tenant, order.input.user_id)} if unchecked else {})
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
-            thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create))
+            thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create,
+            **extra))
         # Waiting for capacity is said at once (a ``queued`` event), never in silence.
         async for queued in lock.wait():
             yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
