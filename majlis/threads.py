@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,6 +103,9 @@ class TurnCommit:
     # False for a thread-state change that is not a turn (ReleaseHandoff): it is
     # fenced and moves the head like a turn, but is not counted as one.
     counts_turn: bool = True
+    # Rows of the resumable-turn log (majlis.turn_log) ending in turn_completed:
+    # written in the same transaction, so the log says "completed" only for a kept turn.
+    log_rows: Sequence[tuple[Any, ...]] = ()
 
 
 class CheckpointWrites(Protocol):
@@ -110,6 +113,9 @@ class CheckpointWrites(Protocol):
 
     @property
     def serde(self) -> Any: ...
+    # The recorded calls, in order: ("put", aput's args) or ("writes", aput_writes' args).
+    @property
+    def ops(self) -> Sequence[tuple[str, tuple[Any, ...]]]: ...
     async def apply(self, saver: Any) -> None: ...
 
 
@@ -126,10 +132,13 @@ class ThreadStore(Protocol):
     async def delete(self, tenant: str, thread_id: str) -> bool: ...
     def lock(
         self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None,
-        create: ThreadRow | None = None,
+        create: ThreadRow | None = None, owner: tuple[str, str] | None = None,
     ) -> AbstractAsyncContextManager[Lease]:
         """Hold the thread's turn lock; ``create``: insert this new thread's row as the
-        lock is taken (a new conversation's first turn, without a request_id)."""
+        lock is taken (a new conversation's first turn, without a request_id);
+        ``owner`` (tenant, user_id): NotFound unless that user owns the thread,
+        checked in the lock's own statement where the store can (no lock is taken
+        on another user's thread)."""
         ...
     async def commit_turn(
         self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit

@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import LeaseLost, NotFound
+from majlis import pg_commit
 from majlis.retention import PostgresCheckpoints, RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import (
@@ -118,6 +119,20 @@ _LOCK_AND_BUMP = (
     " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b)")
 
 
+# The same for a continuing turn, with the ownership check folded in: the lock
+# is tried only on a thread this user owns (``mine``), so a thread of another
+# user is never locked and the turn needs no SELECT of its own before this one.
+_LOCK_OWNED_AND_BUMP = (
+    "WITH o AS (SELECT user_id = %s AS mine FROM diwaniya_threads"
+    " WHERE tenant = %s AND thread_id = %s),"
+    " l AS (SELECT CASE WHEN (SELECT mine FROM o)"
+    " THEN pg_try_advisory_lock(%s, hashtext(%s)) ELSE false END AS got),"
+    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
+    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b),"
+    " coalesce((SELECT mine FROM o), false)")
+
+
 # Records a request id; an expired record of the same id is overwritten as if
 # deleted. Returns the row only when this statement recorded it.
 _CLAIM = (
@@ -153,12 +168,18 @@ _COMMIT_HEAD = (
     " turn_count = turn_count + %s, head_checkpoint_id = %s, active_at = now(),"
     " title = CASE WHEN title = '' THEN %s ELSE title END"
     " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1")
-# The same, finishing the request record only if the fence matched: one statement.
-_COMMIT_HEAD_AND_REQUEST = (
-    f"WITH head AS ({_COMMIT_HEAD}),"
-    " req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
-    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))"
-    " SELECT 1 FROM head")
+# Finishes the request record, only if the fence matched (a CTE beside ``head``).
+_FINISH_REQUEST = (
+    "req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
+    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))")
+
+
+# The turn log's closing rows (majlis.turn_log), only if the fence matched.
+_LOG_ROW = "(%s::text,%s::text,%s::text,%s::integer,%s::text,%s::float8,%s::text)"
+_LOG = ("log AS (INSERT INTO diwaniya_turn_events"
+        " (tenant, thread_id, turn_id, seq, user_id, at, body)"
+        " SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM head)"
+        " ON CONFLICT DO NOTHING)")
 
 
 class _Fenced(Exception):
@@ -260,34 +281,58 @@ class PostgresThreadStore:
 
     # ------------------------------------------------------------ fencing
     async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
-        """One transaction: fence + registry first, then the checkpoint and the request record.
+        """One statement (majlis.pg_commit): fence, registry, checkpoint and request record.
 
         The registry UPDATE carries the fence in its WHERE (``lease_epoch`` =
         this turn's token): it row-locks the thread like ``SELECT … FOR
         UPDATE`` did, so a successor's bump waits for this commit, and under
         READ COMMITTED it re-checks the epoch of a row a successor bumped
-        meanwhile. When it matches no row, nothing has been written: the
-        transaction rolls back and a SELECT tells "deleted" from "lost the lock".
+        meanwhile. When it matches no row, nothing has been written (every
+        insert is gated on it) and a SELECT tells "deleted" from "lost the lock".
         """
+        params: list[object] = [
+            commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
+            lease.thread_id, lease.token if isinstance(lease.token, int) else -1]
+        gated: list[tuple[str, list[object]]] = []
+        if commit.request is not None:
+            key = commit.request
+            gated.append((_FINISH_REQUEST, [
+                commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
+                commit.checkpoint_id, key.tenant, key.user_id, key.request_id]))
+        if commit.log_rows:
+            gated.append((_LOG.format(rows=",".join([_LOG_ROW] * len(commit.log_rows))),
+                          [v for row in commit.log_rows for v in row]))
         async with self._pool.connection() as conn:
+            keep = self._retention.checkpoints_kept
             try:
+                if pg_commit.supported(writes.ops):
+                    # The usual case: fence, registry, request and checkpoint rows
+                    # in one atomic statement, one round trip (majlis.pg_commit).
+                    sql, values = pg_commit.fenced_commit_sql(
+                        _COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated)
+                    if not keep:
+                        cur = await conn.execute(sql, values)
+                        if await cur.fetchone() is not None:
+                            return
+                        raise _Fenced
+                    # With retention the trim shares the commit's transaction, so
+                    # it runs inside the fence: only the lock holder trims its thread.
+                    async with conn.transaction():
+                        cur = await conn.execute(sql, values)
+                        if await cur.fetchone() is None:
+                            raise _Fenced
+                        await self._pruner.prune(conn, lease.thread_id, keep=keep,
+                                                 head=commit.checkpoint_id)
+                    return
                 async with conn.transaction():
-                    params: list[object] = [
-                        commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
-                        lease.thread_id, lease.token if isinstance(lease.token, int) else -1]
-                    if commit.request is None:
-                        cur = await conn.execute(_COMMIT_HEAD, params)
-                    else:
-                        key = commit.request
-                        params += [commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
-                                   commit.checkpoint_id, key.tenant, key.user_id, key.request_id]
-                        cur = await conn.execute(_COMMIT_HEAD_AND_REQUEST, params)
+                    sql, values = pg_commit.fenced_commit_sql(
+                        _COMMIT_HEAD, params, ops=(), serde=writes.serde, gated=gated)
+                    cur = await conn.execute(sql, values)
                     if await cur.fetchone() is None:
                         raise _Fenced
                     await writes.apply(AsyncPostgresSaver(
                         cast(AsyncConnection[DictRow], conn), serde=writes.serde))
-                    if keep := self._retention.checkpoints_kept:
-                        # Inside the fence: only the lock holder trims its thread.
+                    if keep:
                         await self._pruner.prune(conn, lease.thread_id, keep=keep,
                                                  head=commit.checkpoint_id)
                 return
@@ -371,7 +416,8 @@ class PostgresThreadStore:
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
                    on_wait: OnWait | None = None,
-                   create: ThreadRow | None = None) -> AsyncIterator[Lease]:
+                   create: ThreadRow | None = None,
+                   owner: tuple[str, str] | None = None) -> AsyncIterator[Lease]:
         async with self._waiters.waiting(thread_id, policy=policy):
             if on_wait is not None and self._lock_pool_full():
                 # Every lock connection holds a running turn: say so now, not
@@ -391,7 +437,11 @@ class PostgresThreadStore:
                     nonlocal unsure
                     unsure = True
                     with translate_store_errors():
-                        if create is None:
+                        if owner is not None:
+                            cur = await conn.execute(_LOCK_OWNED_AND_BUMP, (
+                                owner[1], owner[0], thread_id, _LOCK_CLASS, thread_id,
+                                thread_id))
+                        elif create is None:
                             cur = await conn.execute(_LOCK_AND_BUMP,
                                                      (_LOCK_CLASS, thread_id, thread_id))
                         else:
@@ -401,6 +451,9 @@ class PostgresThreadStore:
                                 r.title, r.created_at, r.updated_at, r.turn_count))
                         row = await cur.fetchone()
                     unsure = False
+                    if owner is not None and not (row and row[2]):
+                        # Exactly what a missing thread says: thread ids cannot be probed.
+                        raise NotFound(f"thread {thread_id} not found for user {owner[1]}")
                     if not (row and row[0]):
                         return False
                     epoch.append(row[1])

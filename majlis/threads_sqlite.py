@@ -343,6 +343,10 @@ class SqliteThreadStore:
                          json.dumps(commit.result, ensure_ascii=False), commit.checkpoint_id,
                          key.tenant, key.user_id, key.request_id),
                     )
+                if commit.log_rows:
+                    await conn.executemany(
+                        "INSERT OR IGNORE INTO diwaniya_turn_events (tenant, thread_id, turn_id,"
+                        " seq, user_id, at, body) VALUES (?,?,?,?,?,?,?)", commit.log_rows)
                 await conn.commit()
             except BaseException:
                 await asyncio.shield(conn.rollback())
@@ -433,31 +437,36 @@ class SqliteThreadStore:
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
                    on_wait: OnWait | None = None,
-                   create: ThreadRow | None = None) -> AsyncIterator[Lease]:
+                   create: ThreadRow | None = None,
+                   owner: tuple[str, str] | None = None) -> AsyncIterator[Lease]:
+        if owner is not None:
+            row = await self.get(owner[0], thread_id)
+            if row is None or row.user_id != owner[1]:
+                raise NotFound(f"thread {thread_id} not found for user {owner[1]}")
         if create is not None:
             await self.create(create)
-        owner = uuid.uuid4().hex
+        holder = uuid.uuid4().hex
         # Counted from before the first try: drain() must wait for a lease
         # that is being written while the turn is cancelled.
-        self._held.add(owner)
+        self._held.add(holder)
         self._idle.clear()
         try:
             async with self._waiters.waiting(thread_id, policy=policy):
                 await acquire_polling(
-                    lambda: self._try_lease(thread_id, owner), thread_id, policy=policy,
+                    lambda: self._try_lease(thread_id, holder), thread_id, policy=policy,
                     wait_s=wait_s, on_wait=on_wait,
                     position=lambda: self._waiters.position(thread_id),
                 )
-            heartbeat = asyncio.create_task(self._renew(thread_id, owner))
+            heartbeat = asyncio.create_task(self._renew(thread_id, holder))
             try:
-                yield Lease(thread_id, owner)
+                yield Lease(thread_id, holder)
             finally:
                 heartbeat.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await heartbeat
         finally:
             # Shielded: a cancelled turn must still give the lease back.
-            await asyncio.shield(self._release(thread_id, owner))
+            await asyncio.shield(self._release(thread_id, holder))
 
     async def _release(self, thread_id: str, owner: str) -> None:
         try:

@@ -11,10 +11,13 @@ except the closing one, so a resumer always learns the turn ended); rows older
 than ``ttl_s`` are pruned opportunistically when a turn starts (at most once a
 ``ttl_s / 10`` per process) and are never served.
 
-Write cost: events are buffered and written with one ``executemany`` per
-flush; a flush happens on the first event, the last one, and otherwise when
-``flush_s`` passed since the previous flush — a streamed reply's words cost a
-round trip per ``flush_s``, not per word.
+Write cost: events are buffered and written with one multi-row INSERT per
+flush; a flush happens on the first event and otherwise when ``flush_s``
+passed since the previous flush — a streamed reply's words cost a round trip
+per ``flush_s``, not per word. The closing ``turn_completed`` and whatever is
+still buffered are written by the turn's fenced commit itself
+(``TurnCommit.log_rows``): no round trip of their own, and "completed" is in
+the log only for a turn that was kept.
 
 Rows: ``(tenant, thread_id, turn_id, seq)`` → the event as JSON
 (``{"event": {...}, "extra": {...}}``), with ``user_id`` so
@@ -54,6 +57,12 @@ _COLUMNS = "(tenant, thread_id, turn_id, seq, user_id, at, body)"
 Row = tuple[str, str, str, int, str, float, str]
 
 
+def insert_sql(n: int) -> str:
+    """The PostgreSQL INSERT of ``n`` rows (seven parameters each), idempotent per seq."""
+    values = ",".join(["(%s,%s,%s,%s,%s,%s,%s)"] * n)
+    return f"INSERT INTO diwaniya_turn_events {_COLUMNS} VALUES {values} ON CONFLICT DO NOTHING"
+
+
 def is_final(envelope: Envelope) -> bool:
     """turn_completed or error: nothing follows it in the turn."""
     return isinstance(envelope.event, TurnCompleted | TurnError)
@@ -88,10 +97,12 @@ class PostgresTurnEvents:
         self._pool = pool
 
     async def insert(self, rows: Sequence[Row]) -> None:
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.executemany(
-                f"INSERT INTO diwaniya_turn_events {_COLUMNS} VALUES (%s,%s,%s,%s,%s,%s,%s) "
-                "ON CONFLICT DO NOTHING", rows)
+        # One statement with a VALUES row per event: psycopg's executemany runs
+        # in pipeline mode, which cost several times the CPU of the insert itself.
+        if not rows:
+            return
+        async with self._pool.connection() as conn:
+            await conn.execute(insert_sql(len(rows)), [v for row in rows for v in row])
 
     async def after(self, tenant: str, user_id: str, thread_id: str, turn_id: str,
                     after_seq: int, since: float) -> list[tuple[int, str]] | None:
@@ -119,6 +130,12 @@ class SqliteTurnEvents:
         await self._conn.commit()
 
     async def insert(self, rows: Sequence[Row]) -> None:
+        # Shielded: a turn cancelled between the INSERT and its COMMIT would
+        # leave the connection's write transaction open, and with it the
+        # file's write lock ("database is locked" for every other writer).
+        await asyncio.shield(self._insert(rows))
+
+    async def _insert(self, rows: Sequence[Row]) -> None:
         await self._conn.executemany(
             f"INSERT OR IGNORE INTO diwaniya_turn_events {_COLUMNS} VALUES (?,?,?,?,?,?,?)", rows)
         await self._conn.commit()
@@ -215,21 +232,43 @@ class TurnWriter:
         self._flushed_at = 0.0
         self._count = 0
         self._last: Envelope | None = None
+        # Events up to this seq were written by the turn's commit (closing_rows).
+        self._committed_seq = 0
 
-    async def add(self, envelope: Envelope) -> None:
+    def closing_rows(self, final: Envelope) -> list[Row]:
+        """The buffered rows plus ``final`` (turn_completed), for the turn's commit to
+        write in its own transaction; :meth:`committed` once that commit succeeded."""
+        return [*self._buffer, self._row(final)]
+
+    def committed(self, final: Envelope) -> None:
+        """The commit wrote :meth:`closing_rows`: nothing of them is written again."""
+        self._buffer = []
+        self._count += 1
+        self._last = final
+        self._committed_seq = final.seq
+
+    def _row(self, envelope: Envelope) -> Row:
+        return (self._tenant, envelope.thread_id, envelope.turn_id, envelope.seq, self._user,
+                time.time(), encode(envelope))
+
+    async def add(self, envelope: Envelope, *, hold: bool = False) -> None:
+        """Buffer the event; write the buffer on the first, the last, or after ``flush_s``
+        (``hold``: only buffer — the caller writes next, e.g. :meth:`abort`)."""
         if not envelope.turn_id:
             return  # ``queued`` (seq 0): before the turn exists, nothing to resume
+        if envelope.seq <= self._committed_seq:
+            return  # written by the commit already
         final = is_final(envelope)
         self._last = envelope
         if self._count >= self._log.max_events and not final:
             return
         self._count += 1
-        self._buffer.append((self._tenant, envelope.thread_id, envelope.turn_id, envelope.seq,
-                             self._user, time.time(), encode(envelope)))
+        self._buffer.append(self._row(envelope))
         first = envelope.seq == 1
         if first:
             await self._log.maybe_prune()
-        if first or final or time.monotonic() - self._flushed_at >= self._log.flush_s:
+        if not hold and (first or final
+                         or time.monotonic() - self._flushed_at >= self._log.flush_s):
             await self.flush()
 
     async def flush(self) -> None:

@@ -45,6 +45,7 @@ from majlis.queueing import EnteringLock
 from majlis.records import CompletedTurn, TurnInput
 from majlis.state import ThreadState, held_calls, turn_start
 from majlis.threads import Lease, RequestKey, RequestRecord, ThreadRow, TurnCommit
+from majlis.turn_log import TurnWriter
 
 _tracer = trace.get_tracer("diwaniya.majlis")
 
@@ -130,20 +131,30 @@ class TurnRunner:
             "diwaniya.turn_kind": order.kind})
         # The resumable log (majlis.turn_log): every event also goes there, batched.
         log = self._db.turn_log.writer(inp.tenant, inp.user_id) if self._db.turn_log else None
+        # An event is logged just after it is yielded, not before: the first
+        # event leaves without waiting for the log's round trip (time to first
+        # event), and an event the stream ended on is logged by the handler below.
+        unlogged: Envelope | None = None
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
             async with self._db.errors(), contextlib.aclosing(
-                    self._locked(order, thread_id, deadline, create=new_row)) as turn_events:
+                    self._locked(order, thread_id, deadline, create=new_row,
+                                 log=log)) as turn_events:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
+                    unlogged = envelope
+                    yield envelope
+                    unlogged = None
                     if log is not None:
                         await log.add(envelope)
-                    yield envelope
         except BaseException as exc:
             if log is not None:
                 with contextlib.suppress(Exception):
+                    if unlogged is not None:
+                        # Written with abort's error event, in one round trip.
+                        await log.add(unlogged, hold=True)
                     await log.abort(exc)
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
@@ -164,14 +175,16 @@ class TurnRunner:
         inp = order.input
         new_row: ThreadRow | None = None
         thread_id = inp.thread_id
-        if thread_id:
+        key = order.key
+        if thread_id and key is not None:
+            # Before the claim: a request id is recorded only on the user's own thread.
             await owned(self._db, inp.tenant, inp.user_id, thread_id)
-        else:
+        elif not thread_id:
             thread_id = uuid.uuid4().hex
             new_row = ThreadRow(thread_id=thread_id, tenant=inp.tenant, user_id=inp.user_id,
                                 title="", created_at=inp.at, updated_at=inp.at, turn_count=0)
-        key = order.key
         if key is None:
+            # A continuing turn's ownership is checked by the lock statement itself.
             return thread_id, None, new_row
         digest = content_hash(order.content)
         record = await self._db.threads.claim_request(
@@ -184,10 +197,16 @@ class TurnRunner:
         return record.thread_id, record if record.done else None, None
 
     async def _locked(self, order: TurnOrder, thread_id: str, deadline: float, *,
-                      create: ThreadRow | None = None) -> AsyncGenerator[Envelope, None]:
+                      create: ThreadRow | None = None,
+                      log: TurnWriter | None = None) -> AsyncGenerator[Envelope, None]:
         wait = min(self._enqueue_wait_s, max(0.0, deadline - time.monotonic()))
+        # Ownership not checked yet (continuing turn without request_id): the lock does it.
+        unchecked = order.input.thread_id and order.key is None
+        extra: dict[str, Any] = (
+            {"owner": (order.input.tenant, order.input.user_id)} if unchecked else {})
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
-            thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create))
+            thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create,
+            **extra))
         # Waiting for capacity is said at once (a ``queued`` event), never in silence.
         async for queued in lock.wait():
             yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
@@ -225,11 +244,15 @@ class TurnRunner:
                     "nothing was added to the thread — send the message again (same "
                     "request_id is safe)") from None
             done_turn = _outcome(pending, inp.turn_id)
+            final = numbered(done_turn.to_event(pending.checkpoint_id))
             await self._commit(lease, pending, TurnCommit(
                 at=inp.at, title=order.title, checkpoint_id=pending.checkpoint_id, request=key,
                 turn_id=inp.turn_id, events=list(done_turn.events),
-                result=done_turn.to_result()))
-            yield numbered(done_turn.to_event(pending.checkpoint_id))
+                result=done_turn.to_result(),
+                log_rows=log.closing_rows(final) if log is not None else ()))
+            if log is not None:
+                log.committed(final)
+            yield final
 
     async def _check_held(self, config: RunnableConfig, call_id: str, thread_id: str) -> None:
         """NotFound before the first event when the approval names no held call."""

@@ -13,7 +13,7 @@ import aiosqlite
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from diwaniya.errors import ResourceExhausted, ThreadBusy
+from diwaniya.errors import NotFound, ResourceExhausted, ThreadBusy
 from majlis.threads import ThreadRow, ThreadStore
 from majlis.threads_pg import PostgresThreadStore
 from majlis.threads_sqlite import SqliteThreadStore
@@ -139,3 +139,24 @@ async def test_registry_ownership_listing_and_delete(replicas) -> None:
         assert [r.thread_id for r in rest] == ["th-2", "th-1"]
         assert await a.delete("t1", "th-0") and not await a.delete("t1", "th-0")
         assert await b.get("t1", "th-0") is None
+
+
+async def test_lock_with_owner_checks_ownership_without_locking_others(replicas) -> None:
+    """A continuing turn's ownership check is the lock's own (one statement on PostgreSQL):
+    another user's or a missing thread is NotFound, busy or not, and is never locked."""
+    async with replicas() as (a, b):
+        await a.create(_row("th-own", user="صاحب"))
+        async with b.lock("th-own", policy="reject", wait_s=0, owner=("t1", "صاحب")):
+            with pytest.raises(NotFound, match="not found"):  # busy, but not theirs
+                async with a.lock("th-own", policy="reject", wait_s=0, owner=("t1", "دخيل")):
+                    pass
+        for owner in [("t1", "دخيل"), ("t2", "صاحب")]:
+            with pytest.raises(NotFound, match="not found"):
+                async with a.lock("th-own", policy="reject", wait_s=0, owner=owner):
+                    pass
+        with pytest.raises(NotFound):
+            async with a.lock("th-none", policy="reject", wait_s=0, owner=("t1", "صاحب")):
+                pass
+        # The refused attempts took no lock: the owner's next turn enters at once.
+        async with b.lock("th-own", policy="reject", wait_s=0, owner=("t1", "صاحب")) as lease:
+            assert lease.thread_id == "th-own"
