@@ -122,9 +122,10 @@ _LOCK_AND_BUMP = (
 # The same for a continuing turn, with the ownership check folded in: the lock
 # is tried only on a thread this user owns (``mine``), so a thread of another
 # user is never locked and the turn needs no SELECT of its own before this one.
+# ``{live}`` hides an expired thread (``_live``), exactly as ``get`` does.
 _LOCK_OWNED_AND_BUMP = (
     "WITH o AS (SELECT user_id = %s AS mine FROM diwaniya_threads"
-    " WHERE tenant = %s AND thread_id = %s),"
+    " WHERE tenant = %s AND thread_id = %s{live}),"
     " l AS (SELECT CASE WHEN (SELECT mine FROM o)"
     " THEN pg_try_advisory_lock(%s, hashtext(%s)) ELSE false END AS got),"
     " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
@@ -438,8 +439,9 @@ class PostgresThreadStore:
                     unsure = True
                     with translate_store_errors():
                         if owner is not None:
-                            cur = await conn.execute(_LOCK_OWNED_AND_BUMP, (
-                                owner[1], owner[0], thread_id, _LOCK_CLASS, thread_id,
+                            live, extra = self._live(owner[0])
+                            cur = await conn.execute(_LOCK_OWNED_AND_BUMP.format(live=live), (
+                                owner[1], owner[0], thread_id, *extra, _LOCK_CLASS, thread_id,
                                 thread_id))
                         elif create is None:
                             cur = await conn.execute(_LOCK_AND_BUMP,
