@@ -116,6 +116,11 @@ for line in out:
     print(json.dumps(line, ensure_ascii=False))
 '''
 
+# One worker runs this module under xdist: its fixture builds a fresh venv, and
+# the wheel build writes client/build in the source tree, which two concurrent
+# builds would share.
+pytestmark = pytest.mark.xdist_group("client-distribution")
+
 
 @pytest.fixture(scope="module")
 def client_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
