@@ -29,7 +29,7 @@ endif
 # PostgreSQL database; tests/conftest.py starts the slowest first. loadgroup
 # hands out one test at a time and keeps an xdist_group on one worker.
 # `.venv/bin/python -m pytest -q` alone still runs serially (for debugging).
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 4
 
 ## test: the whole test suite (needs PostgreSQL at 127.0.0.1:5432 for the postgres half)
 test: $(STAMP) proto-check $(TEST_EXTRAS)
