@@ -27,7 +27,8 @@ endif
 # Most of the suite's time is waiting (outages, `serve` start-ups, streamed
 # replies), so it runs on TEST_WORKERS pytest-xdist processes, each with its own
 # PostgreSQL database; tests/conftest.py starts the slowest first. loadgroup
-# hands out one test at a time and keeps an xdist_group on one worker.
+# hands out one test at a time (plain `load` sends long runs of consecutive
+# tests, which would put every slow test on the first worker).
 # `.venv/bin/python -m pytest -q` alone still runs serially (for debugging).
 TEST_WORKERS ?= 4
 
