@@ -24,9 +24,17 @@ ifeq ($(CI),true)
 TEST_EXTRAS := camel
 endif
 
+# Most of the suite's time is waiting (outages, `serve` start-ups, streamed
+# replies), so it runs on TEST_WORKERS pytest-xdist processes, each with its own
+# PostgreSQL database; tests/conftest.py starts the slowest first. loadgroup
+# hands out one test at a time (plain `load` sends long runs of consecutive
+# tests, which would put every slow test on the first worker).
+# `.venv/bin/python -m pytest -q` alone still runs serially (for debugging).
+TEST_WORKERS ?= 4
+
 ## test: the whole test suite (needs PostgreSQL at 127.0.0.1:5432 for the postgres half)
 test: $(STAMP) proto-check $(TEST_EXTRAS)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 ## camel: add the optional camel-tools extra (DIWANIYA_SEARCH_KEYS=camel, parity tests).
 ## torch is pinned first so pip takes the CPU build from local disk; unpinned,

@@ -2,6 +2,10 @@
 
 Outside CI, tests that need PostgreSQL or ../shared/data skip when those are
 missing. Under CI (``CI=true``) a missing one is a failure, never a skip.
+
+``make test`` runs the suite on pytest-xdist workers (``-n``, ``--dist
+loadgroup``); a "session" is then one worker, so each worker has a database of
+its own. ``pytest -q`` alone still runs everything serially, in file order.
 """
 
 from __future__ import annotations
@@ -33,7 +37,10 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
     """DSN of a database created for this test session and dropped afterwards."""
-    name = f"diwaniya_test_{uuid.uuid4().hex[:10]}"
+    # The worker id ("gw3"; absent when serial) only names the database for a
+    # reader of pg_stat_activity: the uuid already makes it unique per session.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"diwaniya_test_{worker}_{uuid.uuid4().hex[:10]}"
     try:
         with psycopg.connect(ADMIN_DSN, autocommit=True, connect_timeout=5) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
@@ -51,3 +58,48 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "SOURCES.md").exists():
         _unavailable(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+# Under xdist, workers take tests in collection order, one scheduling unit at a
+# time (--dist loadgroup), so the slowest start first and the run does not end
+# with one worker alone on a 60 s outage. Each entry is a node-id prefix,
+# longest first (seconds from `--durations` on the 2-core machine); tests that
+# match none keep their file order after these. Serial runs are not reordered.
+SLOW_FIRST: tuple[str, ...] = (
+    "tests/chaos/test_db_outage.py::test_outage_answers_unavailable_and_recovers[restart-60s]",
+    "tests/chaos/test_db_outage.py::test_outage_answers_unavailable_and_recovers[proxy_drop-60s]",
+    "tests/chaos/test_process_faults.py::",
+    "tests/service/test_budgets.py::test_rate_limit_holds_in_total_across_two_processes",
+    "tests/service/test_budgets.py::test_token_budget_spent_on_one_process_is_enforced_by_the_",
+    "tests/chaos/test_kill_restart.py::",
+    "tests/service/test_workers.py::",
+    "tests/service/test_server.py::test_sigterm_drains_the_real_process",
+    "tests/service/test_connection_budget.py::test_workers_share_the_replica_budget",
+    "tests/test_deploy.py::test_pod_config_migrates_then_serves_its_probes",
+    "tests/service/test_offline_qa.py::",
+    "tests/chaos/test_pg_restart.py::",
+    "tests/service/test_telemetry_serve.py::",
+    "tests/service/test_knowledge_cli.py::",
+    "tests/service/test_startup_errors.py::",
+    "tests/service/test_security.py::",
+    "tests/service/test_search_keys_setting.py::",
+    "tests/chaos/",
+    "tests/memory/test_memory_terms.py::test_query_terms_are_bounded_word_runs",
+    "tests/test_deploy.py::",
+    "tests/client/test_retries.py::",
+    "tests/service/test_fencing.py::",
+    "tests/service/test_model_outage.py::",
+    "tests/service/test_pgbouncer.py::",
+)
+
+
+def _slow_rank(nodeid: str) -> int:
+    for rank, prefix in enumerate(SLOW_FIRST):
+        if nodeid.startswith(prefix):
+            return rank
+    return len(SLOW_FIRST)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: _slow_rank(item.nodeid))  # stable: file order otherwise

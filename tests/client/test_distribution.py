@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -116,10 +119,25 @@ for line in out:
     print(json.dumps(line, ensure_ascii=False))
 '''
 
-
 @pytest.fixture(scope="module")
 def client_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return fresh_client_venv(tmp_path_factory.mktemp("client-dist"))
+    """One fresh venv per run, even when xdist spreads this module over workers.
+
+    The wheel build writes client/build in the source tree, so two concurrent
+    builds collide: the first worker builds under a lock in the run's shared
+    temp folder (the parent of each worker's own), the others wait and reuse it.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    where, done = root / "client-dist", root / "client-dist.python"
+    with (root / "client-dist.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(where, ignore_errors=True)
+            where.mkdir()
+            done.write_text(str(fresh_client_venv(where)), encoding="utf-8")
+    return Path(done.read_text(encoding="utf-8"))
 
 
 def _in_venv(python: Path, code: str) -> Any:

@@ -182,6 +182,7 @@ async def test_workers_share_the_replica_budget(pg_dsn: str, tmp_path: Path) -> 
     env.update({"DATABASE_URL": pg_dsn, "DIWANIYA_DATA_DIR": str(tmp_path / "data"),
                 "DIWANIYA_PG_MAX_CONNECTIONS": "6", "DIWANIYA_PG_APPLICATION_NAME": name,
                 "DIWANIYA_DRAIN_DELAY_S": "0", "DIWANIYA_DRAIN_GRACE_S": "5",
+                "DIWANIYA_METRICS_LISTEN": "127.0.0.1:0",  # 9464 would collide (xdist)
                 "DIWANIYA_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)})
     tag = uuid.uuid4().hex[:6]
     async with Sampler(pg_dsn, name) as sampler:

@@ -40,10 +40,15 @@ def _take_over(svc: Any, backend: str, thread_id: str) -> None:
 
 
 def _kill_lock_session(dsn: str) -> int:
-    """Terminate the backend holding our advisory locks, as a PostgreSQL restart would."""
+    """Terminate the backend holding our advisory locks, as a PostgreSQL restart would.
+
+    The 30 s timeout makes pg_terminate_backend wait until the backend has
+    exited (and so released its locks): without one it only signals, and on a
+    loaded machine the next turn could still find the thread locked.
+    """
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks"
+            "SELECT pg_terminate_backend(pid, 30000) FROM pg_locks"
             " WHERE locktype = 'advisory' AND classid = %s AND granted AND database ="
             " (SELECT oid FROM pg_database WHERE datname = current_database())",
             (0x4457,)).fetchall()

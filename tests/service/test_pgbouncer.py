@@ -119,6 +119,7 @@ def test_serve_refuses_a_transaction_pooler_with_one_line(
     dsn = pgbouncer("transaction")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIWANIYA_")}
     env.update({"DATABASE_URL": dsn, "DIWANIYA_DATA_DIR": str(tmp_path),
+                "DIWANIYA_METRICS_LISTEN": "127.0.0.1:0",  # 9464 would collide (xdist)
                 "DIWANIYA_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)})
     done = subprocess.run(
         [sys.executable, "-m", "service", "serve", "--listen", "127.0.0.1:0", "--workers", "1"],

@@ -40,8 +40,10 @@ REPO = Path(__file__).resolve().parents[2]
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("DIWANIYA_") and k not in {"DATABASE_URL"}}
+    # DIWANIYA_METRICS_LISTEN is set again after the filter: the default 9464
+    # would collide with the servers of concurrent tests (xdist workers).
     env.update({"DIWANIYA_DATA_DIR": str(tmp_path / "data"), "DIWANIYA_LOG_LEVEL": "WARNING",
-                "PYTHONPATH": str(REPO)}, **extra)
+                "DIWANIYA_METRICS_LISTEN": "127.0.0.1:0", "PYTHONPATH": str(REPO)}, **extra)
     return env
 
 

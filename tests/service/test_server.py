@@ -120,12 +120,17 @@ async def test_drain_finishes_open_streams_and_refuses_new_ones(
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
+# Generous: the machine is shared and a loaded `serve` can take seconds to shut
+# down; the turn takes about 2 s of it (five words, 0.3 s apart).
+GRACE_S = 60
+
+
 def test_sigterm_drains_the_real_process(tmp_path: Path, openai_server: ScriptedOpenAIServer
                                          ) -> None:
     openai_server.push(ScriptedReply.text("لحظة من فضلك أتحقق من الطلب", event_delay_s=0.3))
     env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path), "DIWANIYA_LISTEN": "127.0.0.1:0",
-           "DIWANIYA_MODEL_BASE_URL": openai_server.base_url, "DIWANIYA_DRAIN_GRACE_S": "10",
-           "DIWANIYA_DRAIN_DELAY_S": "0.2"}
+           "DIWANIYA_MODEL_BASE_URL": openai_server.base_url,
+           "DIWANIYA_DRAIN_GRACE_S": str(GRACE_S), "DIWANIYA_DRAIN_DELAY_S": "0.2"}
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "service", "serve"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -145,14 +150,14 @@ def test_sigterm_drains_the_real_process(tmp_path: Path, openai_server: Scripted
                 return events, started
 
         events, started = asyncio.run(scenario())
-        code = proc.wait(timeout=15)
+        code = proc.wait(timeout=GRACE_S + 30)
         elapsed = time.monotonic() - started
     finally:
         if proc.poll() is None:
             proc.kill()
     assert events[-1].HasField("turn_completed")
     assert code == 0
-    assert elapsed < 10
+    assert elapsed < GRACE_S  # the turn finished and the process exited within its grace
 
 
 

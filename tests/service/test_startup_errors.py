@@ -26,8 +26,10 @@ from service.settings import env_names, unknown_variables
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("DIWANIYA_") and k != "DATABASE_URL"}
+    # DIWANIYA_METRICS_LISTEN is set again after the filter: the default 9464
+    # would collide with the servers of concurrent tests (xdist workers).
     env.update({"DIWANIYA_DATA_DIR": str(tmp_path / "data"), "DIWANIYA_LISTEN": "127.0.0.1:0",
-                "DIWANIYA_WORKERS": "1", **extra})
+                "DIWANIYA_METRICS_LISTEN": "127.0.0.1:0", "DIWANIYA_WORKERS": "1", **extra})
     return env
 
 
