@@ -80,6 +80,9 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/chaos/test_pg_restart.py::",
     "tests/service/test_telemetry_serve.py::",
     "tests/service/test_knowledge_cli.py::",
+    "tests/service/test_gc_cli.py::",  # serve processes (session 6)
+    "tests/service/test_compaction.py::",
+    "tests/service/test_pii_storage.py::",
     "tests/service/test_startup_errors.py::",
     "tests/service/test_security.py::",
     "tests/service/test_search_keys_setting.py::",
