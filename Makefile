@@ -39,9 +39,11 @@ test: $(STAMP) proto-check $(TEST_EXTRAS)
 ## camel: add the optional camel-tools extra (DIWANIYA_SEARCH_KEYS=camel, parity tests).
 ## torch is pinned first so pip takes the CPU build from local disk; unpinned,
 ## camel-tools' dependency pulls a 6 GB CUDA build.
-camel: $(STAMP)
+camel: $(VENV)/.camel
+$(VENV)/.camel: $(STAMP)
 	$(BIN)/pip install -q "torch==2.13.0"
 	$(BIN)/pip install -q -e ".[camel]"
+	touch $@
 
 # proto/ is the single source; client/diwaniya/v1 holds the generated stubs and
 # a copy of the .proto shipped as package data (both checked by proto-check).
