@@ -48,7 +48,8 @@ from majlis.records import CHECKPOINT_TYPES
 from majlis.retention import RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
-from majlis.threads_pg import MIGRATION_LOCK, THREADS_DDL, PostgresThreadStore
+from majlis.threads_pg import PostgresThreadStore
+from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
 from majlis.threads_sqlite import SqliteThreadStore, enable_wal
 from majlis.turn_log import PG_DDL as TURN_EVENTS_DDL
 from majlis.turn_log import PostgresTurnEvents, SqliteTurnEvents, TurnLog
