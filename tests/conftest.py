@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -34,22 +35,29 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def pg_dsn() -> Iterator[str]:
-    """DSN of a database created for this test session and dropped afterwards."""
-    # The worker id ("gw3"; absent when serial) only names the database for a
-    # reader of pg_stat_activity: the uuid already makes it unique per session.
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    name = f"diwaniya_test_{worker}_{uuid.uuid4().hex[:10]}"
+@contextmanager
+def fresh_database(prefix: str) -> Iterator[str]:
+    """DSN of a database created for the caller and dropped (forcibly) afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     try:
         with psycopg.connect(ADMIN_DSN, autocommit=True, connect_timeout=5) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
     except psycopg.Error as exc:
         _unavailable(f"PostgreSQL is not reachable at {ADMIN_DSN}: {exc}")
-    base = ADMIN_DSN.rsplit("/", 1)[0]
-    yield f"{base}/{name}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    try:
+        yield f"{ADMIN_DSN.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    """DSN of a database created for this test session and dropped afterwards."""
+    # The worker id ("gw3"; absent when serial) only names the database for a
+    # reader of pg_stat_activity: the uuid already makes it unique per session.
+    with fresh_database(f"diwaniya_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}") as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="session")

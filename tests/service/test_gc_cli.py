@@ -19,7 +19,7 @@ import pytest
 from service import DiwaniyaClient, gc_cli
 from service.settings import Settings
 from tests.chaos.conftest import ServeProcess, serve_env
-from tests.conftest import ADMIN_DSN, _unavailable
+from tests.conftest import fresh_database
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service._cli import run_cli
 from tests.service._retention_db import ThreadRows
@@ -44,15 +44,8 @@ def serve_processes() -> Iterator[list[ServeProcess]]:
 @pytest.fixture
 def fresh_pg() -> Iterator[str]:
     """A database of its own: migrate must find no table there already."""
-    name = f"diwaniya_gc_{uuid.uuid4().hex[:10]}"
-    try:
-        with psycopg.connect(ADMIN_DSN, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.Error as exc:
-        _unavailable(f"PostgreSQL is not reachable at {ADMIN_DSN}: {exc}")
-    yield f"{ADMIN_DSN.rsplit('/', 1)[0]}/{name}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("diwaniya_gc") as dsn:
+        yield dsn
 
 
 async def _gc(settings: Settings, capsys: pytest.CaptureFixture[str]) -> dict[str, int]:

@@ -35,7 +35,7 @@ import pytest
 
 from nlp import pii
 from service import DiwaniyaClient, Settings, build_app
-from tests.conftest import ADMIN_DSN, _unavailable
+from tests.conftest import fresh_database
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.nlp import pii_corpus
 from tests.service.conftest import collect
@@ -44,15 +44,8 @@ from tests.service.conftest import collect
 @pytest.fixture(scope="module")
 def pg_dsn() -> Iterator[str]:
     """This module's own database: the scans read every row, and only ours."""
-    name = f"diwaniya_pii_{uuid.uuid4().hex[:10]}"
-    try:
-        with psycopg.connect(ADMIN_DSN, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.Error as exc:
-        _unavailable(f"PostgreSQL is not reachable at {ADMIN_DSN}: {exc}")
-    yield f"{ADMIN_DSN.rsplit('/', 1)[0]}/{name}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("diwaniya_pii") as dsn:
+        yield dsn
 
 SUFFIX = uuid.uuid4().hex[:8]
 USER = f"pii-{SUFFIX}"
