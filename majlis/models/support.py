@@ -26,11 +26,13 @@ from typing import Any
 
 import nlp
 from majlis import culture
+from majlis.models.qtypes import QuestionType, question_type
 from majlis.models.types import Recalled, ResponderContext, ToolSpec
 from memory.facts import answered_number, thread_facts
 
 __all__ = ["ORDER", "SupportTurn", "advance", "business_text", "direct_reply", "follow_up",
-           "known_arguments", "known_facts_ar", "model_policy", "order_intent"]
+           "known_arguments", "known_facts_ar", "model_policy", "order_intent",
+           "policy_question"]
 
 Say = Callable[..., str]
 
@@ -59,6 +61,10 @@ _ACTION_NOUN = re.compile(rf"(?<![{_AR}]){_PROCLITIC}(?:ال)?(?:ارجاع|تر
 _DELIVERY = re.compile(rf"(?<![{_AR}]){_PROCLITIC}(?:ال)?(?:مندوب|توصيل|شحن|طرد|شحنه)"
                        rf"(?![{_AR}])|\b(?:delivery|courier)\b")
 _LOOSE_NUMBER = re.compile(r"(?<!\d)(\d{4,12})(?!\d)")
+# Wanting: «ابي/ابغى/عايز/بدي/بغيت/اريد ارجع…» is a request even when it ends in «؟».
+_WANT = re.compile(rf"(?<![{_AR}])[وف]?(?:ابي|ابغي|ابغا|نبي|نبغي|عايز|عاوز|عايزه|عاوزه|بدي|بدنا|"
+                   rf"بغيت|بغينا|اريد|نريد|حاب|حابب|ودي)(?![{_AR}])"
+                   r"|\b(?:abi|abgha|3ayez|3awez|baddi|bedi|bghit|areed|i want)\b")
 
 _WHAT = r"(?:شنو|شو|وش|ايش|ايه|اي|واش|اش|شنهو|شسم|ما|ماهو|ما هو|ما هي|شني|شنهي)"
 _USER_NAME_Q = re.compile(
@@ -88,11 +94,32 @@ def order_intent(text: str, *, complaint: bool = False, request: bool = False) -
     (False, True)
     """
     folded = nlp.fold(text)
-    if _ORDER_NOUN.search(folded) or _ACTION_VERB.search(folded):
+    if _ORDER_NOUN.search(folded):
+        return True
+    if policy_question(text):
+        # «واش نقدر نبدل la puce بـ eSIM؟», «ما المهلة لطلب استرداد فرق السعر؟»: asking
+        # *whether/how/when* one may return or exchange is a question for the policy
+        # documents, not an order matter, unless an order is named or wanted.
+        return complaint and _DELIVERY.search(folded) is not None
+    if _ACTION_VERB.search(folded):
         return True
     if request and _ACTION_NOUN.search(folded):
         return True
     return complaint and _DELIVERY.search(folded) is not None
+
+
+def policy_question(text: str) -> bool:
+    """A question about what may be done, without a want: «كيف استرجع المبلغ؟»,
+    «واش نقدر نرجعها تخدم؟», «ما المهلة المتاحة لطلب الاسترداد؟» — but not
+    «ابغى ارجّع الجوال» (a request) nor «بدي رجّعه، كيف؟» (wanted).
+
+    >>> policy_question("واش نقدر نبدل la puce؟"), policy_question("ابغى ارجع الجوال؟")
+    (True, False)
+    """
+    folded = nlp.fold(text)
+    if _WANT.search(folded):
+        return False
+    return "؟" in text or "?" in text or question_type(text) is not QuestionType.OTHER
 
 
 _CLAUSE = re.compile(r"[،,.!؛;\n]+")

@@ -19,6 +19,7 @@ BOOK = PhraseBook.load()
     "بغيت نرجع الطلبية ديالي",  # Maghrebi
     "اريد الغي الطلب",  # Iraqi / MSA
     "salam, 3ayez arja3 el order",  # Arabizi
+    "ابغى ارجّع الشاحن، كيف؟",  # a want, then how: still the customer's own return
 ])
 def test_order_matters(text: str) -> None:
     assert order_intent(text)
@@ -32,6 +33,18 @@ def test_order_matters(text: str) -> None:
 ])
 def test_not_order_matters(text: str) -> None:
     assert not order_intent(text, complaint=True)
+
+
+@pytest.mark.parametrize("text", [
+    "هل يمكن استبدال الجهاز بعد فتح العلبة؟",  # MSA: whether one may exchange
+    "كيف استرجع المبلغ إذا نزل السعر؟",  # Gulf: how refunds work
+    "واش نقدر نبدل الكارط القديمة بوحدة جديدة؟",  # Maghrebi: a card, not an order
+    "الكرت رجعته يشتغل؟ شلون؟",  # Iraqi: making a card work again
+])
+def test_policy_questions_about_returns_and_cards_are_not_order_matters(text: str) -> None:
+    # Even when the flow read the message as a request, a question about what may be
+    # done is for the policy documents: it must not be answered with "your order number?".
+    assert not order_intent(text, request=True)
 
 
 def test_delivery_complaint_is_an_order_matter() -> None:
