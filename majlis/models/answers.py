@@ -73,6 +73,8 @@ _MIN_GAIN = 0.05
 MSA_CHUNKS = 3
 # Weight of the title's share in Answer.grounding (see there).
 TITLE_GROUNDING = 0.3
+# Answer.lead is capped: a document alone in the recall leads by this much.
+LEAD_CAP = 10.0
 # A sentence opening with a pronoun continues the one before: «هو الملك الثالث
 # والعشرون…» names its subject only in the previous sentence, which is served too.
 _CONTINUES = frozenset("هو هي وهو وهي هم وهم كما وكان وكانت".split())
@@ -98,6 +100,13 @@ class Answer:
     # A verb-shaped word («اشوف», «اشتريت») is the customer's action, not a subject:
     # it is not counted (:func:`verb_shaped`).
     plain_missing: int = 0
+    # How far the source's document leads the recall: its best retrieval score over
+    # the best score of any other document's chunk (LEAD_CAP when no other was
+    # recalled).  A clear lead says which policy the question is about, even when
+    # its words are not the policy's («تحتسب فائدة» vs «لا تفرض أي فوائد»).
+    lead: float = 0.0
+    # The strongest type evidence in the sentences (qtypes.type_strength: 1, 0.5, 0).
+    strength: float = 0.0
 
     @property
     def text(self) -> str:
@@ -197,6 +206,12 @@ _FRAME = frozenset(
 )
 # A «كم/متى» question names its measure («كم عندي وقت؟», «ما مدة الضمان؟»); the type
 # evidence (a number, a duration) answers it, so the word is not also required.
+# Measure words («الساعة كم؟», «بأي تاريخ؟», «أقل مبلغ», «الحد الأقصى»): what kind of
+# answer is wanted, never the subject a policy would hold, so one left unmatched is
+# not a missing subject (Answer.plain_missing).  Folded, without the article.
+_MEASURES = frozenset(
+    "ساعه تاريخ يوم ايام مبلغ حد ادني اقصي اقل اكثر مده مهله عدد قيمه نسبه كميه".split()
+)
 _TYPE_FRAME = {
     QuestionType.QUANTITY: frozenset("وقت الوقت مده المده فتره الفتره".split()),
     QuestionType.TIME: frozenset("وقت الوقت موعد مواعيد".split()),
@@ -254,7 +269,7 @@ def _concepts_plain(
                                           roots=dialect)),
                       _with_skeletons(sorted(core), bare, roots=dialect),
                       not bridged and _ARABIC.match(bare) is not None
-                      and not verb_shaped(bare)))
+                      and not verb_shaped(bare) and word not in _MEASURES))
     # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
     # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
     # same thing asked as «الاستلام» written beside it.
@@ -420,12 +435,30 @@ def select_answer(
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
         dialect=dialect,
         chunk_weighted=covered(chunk_keys),
+        lead=_lead(recalled, rank),
+        strength=max(chunk[i][4] for i in chosen),
         # By its own forms (keys, skeletons), not its root: «المستعملة» is not found
         # in «العملاء» because both reduce to ^عمل.
         plain_missing=sum(1 for c, plain in with_plain
                           if plain and {k for k in c if not k.startswith("^")}
                           .isdisjoint(chunk_keys)),
     )
+
+
+def document_of(item: Recalled) -> str:
+    """The document a chunk belongs to: its id before «#» («esim.md#2» → «esim.md»)."""
+    return item.id.split("#", 1)[0]
+
+
+def _lead(recalled: Sequence[Recalled], rank: int) -> float:
+    """The chosen chunk's document's best score over the best other document's
+    (:attr:`Answer.lead`); two chunks of one document do not compete."""
+    doc = document_of(recalled[rank])
+    own = max(r.score for r in recalled if document_of(r) == doc)
+    other = max((r.score for r in recalled if document_of(r) != doc), default=0.0)
+    if other <= 0:
+        return LEAD_CAP if own > 0 else 0.0
+    return min(own / other, LEAD_CAP)
 
 
 def _opens_with_pronoun(sentence: str) -> bool:

@@ -85,6 +85,10 @@ class OfflineResponder:
         dialect_answer_threshold: float = 0.1,
         clarify_threshold: float = 0.25,
         tool_threshold: float = 0.5,
+        lead_threshold: float = 5.0,
+        lead_grounding_threshold: float = 0.3,
+        lead_answer_threshold: float = 0.05,
+        compete_threshold: float = 2.0,
         expand: Expander | None = None,
         dialect_cue: Callable[[str], bool] | None = None,
     ) -> None:
@@ -101,6 +105,10 @@ class OfflineResponder:
         self._dialect_answer = dialect_answer_threshold
         self._clarify_threshold = clarify_threshold
         self._tool_threshold = tool_threshold
+        self._lead = lead_threshold
+        self._lead_grounding = lead_grounding_threshold
+        self._lead_answer = lead_answer_threshold
+        self._compete = compete_threshold
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
         text, extras = self.compose(request)
@@ -198,7 +206,10 @@ class OfflineResponder:
         if len(set(q_keys)) < 2:
             return say("clarify_vague")  # "عندي سؤال" names nothing to look up
         topic = display_topic(found.source.title) if found is not None else ""
-        if found is not None and found.coverage >= self._clarify_threshold and topic:
+        # «المقصود <topic>؟» only when documents compete: when retrieval clearly put
+        # one first, the customer did name its topic, and asking it back is no help.
+        if (found is not None and found.coverage >= self._clarify_threshold and topic
+                and found.lead < self._compete):
             return say("clarify_topic", topic=topic)
         return say("dont_know")
 
@@ -215,9 +226,22 @@ class OfflineResponder:
         «المستعملة») may be a subject the chunk does not hold: a higher bar.  A
         sentence carrying what the question asks (the number for «قديش», the day for
         «امتى») with no plain word missing: a lower one («وين اشوف نقاطي؟»).
+
+        A document retrieval clearly put first (Answer.lead ≥ ``lead_threshold``)
+        whose sentence carries strong evidence of what was asked (the number, the
+        day, the page: Answer.strength 1) answers even when the question paraphrases
+        it («تحتسب فائدة» for «لا تفرض أي فوائد») — when no plain MSA word is
+        unmatched: «سعر الذهب» names a subject even a clear document lacks (allowing
+        one traded 1 of 75 unanswerables for 6 of 410 answers on the support sets).
+        Curve: bench/answer_curve.py; support sets and ARCD in bench/results.
         """
         if found is None:
             return False
+        if (found.lead >= self._lead and found.strength >= 1.0
+                and not found.plain_missing
+                and found.coverage >= self._lead_answer
+                and found.grounding >= self._lead_grounding):
+            return True
         dialect = found.dialect
         grounding = self._dialect_grounding if dialect else self._grounding_threshold
         if dialect and found.plain_missing:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -124,6 +125,17 @@ async def test_partial_match_asks_one_clarifying_question() -> None:
         ask("أقدر أرجع المنتج المفتوح بدون كرتونه بعد شهر؟", region="gulf"))
     assert text == PHRASES.say("clarify_topic", "gulf", topic="سياسة الإرجاع")
     assert text.count("؟") == 1
+    assert not any(isinstance(o, Citation) for o in outputs)
+
+
+async def test_no_clarifying_question_when_one_document_clearly_leads() -> None:
+    # The same partial match, but retrieval put the returns policy far ahead of any
+    # other: «المقصود سياسة الإرجاع؟» would ask back what the customer plainly named,
+    # so it says it does not know (with a next step) instead.
+    lone = (replace(RETURNS, score=9.0), replace(HOURS, score=1.0))
+    text, outputs = await reply(
+        ask("أقدر أرجع المنتج المفتوح بدون كرتونه بعد شهر؟", region="gulf", recalled=lone))
+    assert text == PHRASES.say("dont_know", "gulf")
     assert not any(isinstance(o, Citation) for o in outputs)
 
 
