@@ -36,6 +36,7 @@ from majlis.models.qtypes import PROCLITIC as _PROCLITIC
 from majlis.models.qtypes import (
     QuestionType,
     answers_type,
+    asks_duration,
     looks_dialect,
     question_type,
     type_strength,
@@ -354,12 +355,18 @@ def select_answer(
     concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:
         return None
+    duration = asks_duration(question)
     pool: list[tuple[int, int, str, frozenset[str], float]] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
+            strength = type_strength(sentence, qtype)
+            if duration and strength:
+                # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
+                # a number without a time unit answers a how-long question only weakly.
+                strength = 1.0 if type_strength(sentence, QuestionType.TIME) >= 1 else 0.5
             pool.append((rank, pos, sentence,
                          _with_skeletons(keys(sentence), sentence, roots=dialect),
-                         type_strength(sentence, qtype)))
+                         strength))
     if not pool:
         return None
     n = len(pool)

@@ -20,6 +20,7 @@ __all__ = [
     "PROCLITIC",
     "QuestionType",
     "answers_type",
+    "asks_duration",
     "fold_words",
     "looks_dialect",
     "question_type",
@@ -131,8 +132,14 @@ def fold_words(text: str) -> list[str]:
 _MEASURE_NOUNS: dict[str, QuestionType] = {
     **dict.fromkeys("مده مدته صلاحيه سعر اسعار رسوم تكلفه كلفه عدد قيمه نسبه مبلغ حد"
                     .split(), QuestionType.QUANTITY),
-    **dict.fromkeys("مواعيد موعد اوقات توقيت".split(), QuestionType.TIME),
+    **dict.fromkeys("مواعيد موعد اوقات توقيت ايام يوم".split(), QuestionType.TIME),
 }
+# A «كم» question about a span of time («كم مدة…», «شكد يوم…», «قديش بياخد وقت»):
+# its answer carries a time unit, not just a number (a price would not do).
+_DURATION_WORDS = frozenset(
+    "مده مدته المده وقت الوقت فتره مهله يوم ايام يوما اسبوع اسابيع شهر اشهر شهور"
+    " سنه سنين سنوات ساعه ساعات دقيقه دقائق".split()
+)
 _WHAT = frozenset("ما ماذا ماهي ماهو شو وش ايش شنو شنهو ايه اشنو شنيه what".split())
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
 _WHICH = frozenset({"اي", "لاي", "باي"})
@@ -173,6 +180,25 @@ def question_type(text: str) -> QuestionType:
     return QuestionType.OTHER
 
 
+def asks_duration(text: str) -> bool:
+    """Is a quantity question asking how long?
+
+    >>> asks_duration("شكد مدة الأقساط؟"), asks_duration("كم رسوم التوصيل؟")
+    (True, False)
+    """
+    return question_type(text) is QuestionType.QUANTITY and any(
+        PROCLITIC.sub("", w) in _DURATION_WORDS for w in fold_words(text))
+
+
+def _forms(word: str) -> tuple[str, ...]:
+    """A folded word, without its proclitic, and without the accusative alef
+    («شهرا», «يوما», «عاما»: a count's unit written with tanwin)."""
+    bare = PROCLITIC.sub("", word)
+    if len(bare) > 3 and bare.endswith("ا"):
+        return word, bare, bare[:-1]
+    return word, bare
+
+
 def type_strength(sentence: str, qtype: QuestionType) -> float:
     """How surely ``sentence`` carries what a ``qtype`` question asks for: 1 for
     strong evidence (a number, a duration, a weekday, an imperative step), 0.5 when
@@ -190,9 +216,9 @@ def type_strength(sentence: str, qtype: QuestionType) -> float:
     weak = _WEAK_EVIDENCE.get(qtype, frozenset())
     best = 0.0
     for w in fold_words(sentence):
-        bare = PROCLITIC.sub("", w)
-        if w in vocab or bare in vocab:
-            if w not in weak and bare not in weak:
+        forms = _forms(w)
+        if any(f in vocab for f in forms):
+            if not any(f in weak for f in forms):
                 return 1.0
             best = 0.5
     return best

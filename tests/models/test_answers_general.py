@@ -98,3 +98,14 @@ def test_an_unmatched_plain_msa_word_raises_the_dialect_bar() -> None:
     assert "20 ريالا" not in _compose("شنو سعر الذهب اليوم عدكم؟", "iraqi", fees)
     # The same chunk answers the question it does hold.
     assert "20 ريالا" in _compose("شكد سعر التوصيل اليوم؟", "iraqi", fees)
+
+
+def test_a_how_long_question_takes_the_sentence_with_a_time_unit() -> None:
+    # Both sentences carry a number; only one says how long («24 شهرا», the unit
+    # written with tanwin).  A price answers «بكم»; it does not answer «شكد مدة».
+    leasing = _doc("leasing", "التأجير", "يبدأ التأجير من 900 ريال للجهاز الواحد. "
+                   "تستمر عقود التأجير 24 شهرا قابلة للتجديد.")
+    found = _select("شكد مدة التأجير؟", leasing)
+    assert found is not None and "24 شهرا" in found.text and "900 ريال" not in found.text
+    priced = _select("بكم التأجير للجهاز؟", leasing)
+    assert priced is not None and "900 ريال" in priced.text
