@@ -6,8 +6,8 @@ The dialect bars (``dialect_grounding_threshold`` 0.6, ``…_plain_…`` 0.7 and
 ``…_typed_…`` 0.5 in :class:`~majlis.models.offline.OfflineResponder`) are shifted
 together by each offset in ``OFFSETS`` and measured on:
 
-* the four support sets (bench/data/support/{dev,test,test2,test3}, all development
-  data): ``answers`` = gold fact in the reply, ``abstention`` = the unanswerable
+* the five support sets (bench/data/support/{dev,test,test2,test3,test4}, all
+  development data): ``answers`` = gold fact in the reply, ``abstention`` = the unanswerable
   questions quote no document.  The top 5 chunks are recalled as the service does
   (SQLite store, bridge on), once per question, then only the reply is recomposed.
 * ARCD (../shared/data, read-only): ``arcd_span`` = gold span in the reply with the
@@ -15,7 +15,10 @@ together by each offset in ``OFFSETS`` and measured on:
   articles quote nothing.  ARCD questions are MSA, so the dialect bars move it only
   where the bridge reads a question as dialect.
 
-Offset 0 is the shipped setting.  No gRPC here (bench/support.py and
+A second curve moves ``lead_threshold`` (how far the source document must lead the
+recall for a strongly typed sentence to answer a paraphrased question, 5 shipped;
+99 turns that path off).  Offset 0 is the shipped setting.  No gRPC here
+(bench/support.py and
 bench/offline_qa_grpc.py measure the whole service); prints a table, writes
 bench/results/answer_curve.json, the last line is one JSON object.
 """
@@ -40,8 +43,9 @@ import nlp  # noqa: E402
 from majlis.models import Citation, OfflineResponder, Recalled, ResponderContext  # noqa: E402
 from memory import Kind, MemoryStore, NewRecord, kb, open_store  # noqa: E402
 
-SETS = ("dev", "test", "test2", "test3")
+SETS = ("dev", "test", "test2", "test3", "test4")
 OFFSETS = (-0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3)
+LEADS = (2.0, 3.0, 5.0, 10.0, 99.0)  # 99: off (Answer.lead is capped at 10)
 BARS = {"dialect_grounding_threshold": 0.6, "dialect_plain_grounding_threshold": 0.7,
         "dialect_typed_grounding_threshold": 0.5}
 K = 5  # chunks recalled per turn (majlis.nodes.recall.RECALL_DOCUMENTS)
@@ -144,10 +148,20 @@ async def run(data: Path, arcd_limit: int | None) -> dict[str, Any]:
         curve.append({"offset": offset, "answers": round(answers, 4),
                       "abstention": round(abstention, 4), "answer_chars": round(chars, 1),
                       "arcd_span": round(span, 4), "arcd_abstention": round(arcd_abstention, 4)})
+    leads = []
+    for lead in LEADS:
+        responder = OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
+                                     dialect_cue=nlp.has_dialect_words, lead_threshold=lead)
+        answers, abstention, chars = score(responder, support)
+        span, _, _ = score(responder, arcd_all)
+        _, arcd_abstention, _ = score(responder, arcd_half)
+        leads.append({"lead_threshold": lead, "answers": round(answers, 4),
+                      "abstention": round(abstention, 4), "answer_chars": round(chars, 1),
+                      "arcd_span": round(span, 4), "arcd_abstention": round(arcd_abstention, 4)})
     return {"support_questions": sum(g is not None for _, g, _ in support),
             "support_unanswerable": sum(g is None for _, g, _ in support),
             "arcd_answerable": len(arcd_all), "arcd_held_out": len(arcd_half),
-            "bars": BARS, "curve": curve}
+            "bars": BARS, "curve": curve, "lead_curve": leads}
 
 
 def main() -> None:
@@ -160,6 +174,11 @@ def main() -> None:
           f"{'arcd_abst':>11}")
     for row in result["curve"]:
         print(f"{row['offset']:>7}{row['answers']:>9}{row['abstention']:>9}"
+              f"{row['answer_chars']:>7}{row['arcd_span']:>11}{row['arcd_abstention']:>11}")
+    print(f"{'lead':>7}{'answers':>9}{'abstain':>9}{'chars':>7}{'arcd_span':>11}"
+          f"{'arcd_abst':>11}")
+    for row in result["lead_curve"]:
+        print(f"{row['lead_threshold']:>7}{row['answers']:>9}{row['abstention']:>9}"
               f"{row['answer_chars']:>7}{row['arcd_span']:>11}{row['arcd_abstention']:>11}")
     out = _HERE / "results" / "answer_curve.json"
     out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
