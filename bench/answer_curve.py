@@ -18,9 +18,8 @@ together by each offset in ``OFFSETS`` and measured on:
 A second curve moves ``lead_threshold`` (how far the source document must lead the
 recall for a strongly typed sentence to answer a paraphrased question, 5 shipped;
 99 turns that path off).  Offset 0 is the shipped setting.  No gRPC here
-(bench/support.py and
-bench/offline_qa_grpc.py measure the whole service); prints a table, writes
-bench/results/answer_curve.json, the last line is one JSON object.
+(bench/support.py and bench/offline_qa_grpc.py measure the whole service); prints
+a table, writes bench/results/answer_curve.json, the last line is one JSON object.
 """
 
 from __future__ import annotations
