@@ -274,12 +274,13 @@ def number_words_to_digits(words: Sequence[str]) -> list[str]:
     (['10000', 'ريال'], ['90', 'دقيقه'])
     """
     out: list[str] = []
+    lowered = [_plain(w).lower() for w in words]  # once: the scan looks ahead from each word
     i = 0
     after_count = False  # the previous word was a count: a unit gets its MSA spelling
     while i < len(words):
         word = _plain(words[i])
-        low = word.lower()
-        nxt = words[i + 1].lower() if i + 1 < len(words) else ""
+        low = lowered[i]
+        nxt = lowered[i + 1] if i + 1 < len(words) else ""
         # «ساعه ونص» / «ساعه ونصف»: an hour and a half.
         if low in _HOUR and nxt[:1] == "و" and nxt[1:] in ("نص", "نصف"):
             out += ["90", "دقيقه"]
@@ -294,7 +295,7 @@ def number_words_to_digits(words: Sequence[str]) -> list[str]:
             out += ["2", dual]
             i, after_count = i + 1, False
             continue
-        found = _number_at([_plain(w).lower() for w in words], i)
+        found = _number_at(lowered, i)
         if found is not None:
             value, used = found
             single = words[i] if used == 1 else ""
