@@ -60,17 +60,26 @@ def _counts_as_digits(toks: list[tuple[TokenKind, str]],
     """
     out: list[tuple[TokenKind, str]] = []
     run: list[str] = []
+    kept: list[tuple[TokenKind, str]] = []  # the run's tokens as they came
 
     def flush() -> None:
-        for text in number_words_to_digits(run):
+        rewritten = number_words_to_digits(run)
+        if rewritten == run:  # no count (most runs): keep the tokens and their kinds
+            out.extend(kept)
+            run.clear()
+            kept.clear()
+            return
+        for text in rewritten:
             kind = (TokenKind.NUMBER if _DIGITS.fullmatch(text)
                     else TokenKind.LATIN if _LATIN.fullmatch(text) else TokenKind.WORD)
             out.append((kind, text))
         run.clear()
+        kept.clear()
 
     for kind, tok in toks:
         if kind in _COUNTABLE and (kind is not TokenKind.LATIN or arabizi):
             run.append(tok)
+            kept.append((kind, tok))
         else:
             flush()
             out.append((kind, tok))

@@ -192,6 +192,11 @@ def _build() -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
 
 
 _VALUES, _SINGULAR, _DUAL = _build()
+# Every form the scan reacts to, bare and with a count's proclitic: a word outside
+# it (most words) is passed through without further lookups.
+_SEEN_FORMS = frozenset(_VALUES) | frozenset(_SINGULAR) | frozenset(_DUAL) | frozenset(
+    _HOUR_FRACTIONS) | _HOUR | frozenset(_MSA_SPELLING)
+_INTERESTING = _SEEN_FORMS | frozenset(p + f for p in _PROCLITICS for f in _SEEN_FORMS)
 
 
 def _bare(word: str) -> list[str]:
@@ -274,12 +279,22 @@ def number_words_to_digits(words: Sequence[str]) -> list[str]:
     (['10000', 'ريال'], ['90', 'دقيقه'])
     """
     out: list[str] = []
-    lowered = [_plain(w).lower() for w in words]  # once: the scan looks ahead from each word
+    # Once per call: the scan looks ahead from each word.  Arabic has no case;
+    # only a word starting with a digit can be a digit group.
+    lowered = [_plain(w) if w[:1].isdigit() else w.lower() if w.isascii() else w
+               for w in words]
+    if not any(w in _INTERESTING or w[:1].isdigit() for w in lowered):
+        return list(words)
     i = 0
     after_count = False  # the previous word was a count: a unit gets its MSA spelling
     while i < len(words):
-        word = _plain(words[i])
         low = lowered[i]
+        if low not in _INTERESTING and not low[:1].isdigit():
+            out.append(words[i])
+            after_count = False
+            i += 1
+            continue
+        word = _plain(words[i])
         nxt = lowered[i + 1] if i + 1 < len(words) else ""
         # «ساعه ونص» / «ساعه ونصف»: an hour and a half.
         if low in _HOUR and nxt[:1] == "و" and nxt[1:] in ("نص", "نصف"):
