@@ -62,6 +62,8 @@ _VERB_SUFFIXES = ("تولي", "ولي", "يلي", "تونا", "ناها", "وه�
                   "تو", "تي", "تم", "نا", "ها", "هم", "كم", "ني", "لي", "لك", "ات", "و", "ي",
                   "ت", "ه", "ك")
 _MIN_VERB_STEM = 3
+# Region tags that say a word is not regional: shared by all, or MSA itself.
+_SHARED = frozenset({"all", "msa", ""})
 # Readings of an Arabizi word tried against the lexicon, and given as the
 # word's Arabic forms when none is an entry (nlp.arabizi_spell orders them).
 _ARABIZI_LOOKUPS = 12
@@ -144,6 +146,9 @@ class Bridge:
     # Verb stems (``~stem`` entries): every person and tense of the verb matches.
     verbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     regional_verbs: frozenset[str] = frozenset()
+    # ``~stem`` entries tagged ``msa``: an MSA synonym family (يحتسب → تفرض رسوم),
+    # matched on MSA forms too, yet no evidence of dialect.
+    synonym_verbs: frozenset[str] = frozenset()
 
     def _verb(self, token: str) -> str | None:
         """The ``~stem`` entry a folded token is a form of, if any (sorted: deterministic).
@@ -155,7 +160,7 @@ class Bridge:
         if not self.verbs:
             return None
         for stem in sorted(verb_stems(token)):
-            if stem in self.verbs and (stem in self.regional_verbs
+            if stem in self.verbs and (stem in self.regional_verbs or stem in self.synonym_verbs
                                        or not _msa_form(token, stem)):
                 return stem
         return None
@@ -325,6 +330,9 @@ def parse_bridge(text: str) -> Bridge:
     """Build a :class:`Bridge` from TSV text (``dialect<TAB>msa[<TAB>regions]``).
 
     A dialect field ``~stem`` is a verb: «~صيفط» matches صيفطت، نصيفط، كيصيفطو، تصيفطات.
+    Region ``msa`` marks an MSA synonym family: a policy may say «تفرض» where an
+    MSA question says «تحتسب»; like ``all`` it is no dialect evidence, and a
+    ``~stem`` tagged ``msa`` also matches the verb's MSA forms (يحتسب، تحتسبون).
 
     >>> parse_bridge("# comment\\nخربان\\tمعطل\\tgulf").expand("خربانة؟ لا، خربان")
     ['معطل']
@@ -333,6 +341,7 @@ def parse_bridge(text: str) -> Bridge:
     regional: set[tuple[str, ...]] = set()
     verbs: dict[str, tuple[str, ...]] = {}
     regional_verbs: set[str] = set()
+    synonym_verbs: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -348,8 +357,10 @@ def parse_bridge(text: str) -> Bridge:
             if len(stem) < _MIN_VERB_STEM or " " in stem:
                 raise ValueError(f"bridge.tsv:{number}: a ~verb stem is one word of 3+ letters")
             verbs[stem] = tuple(dict.fromkeys(verbs.get(stem, ()) + msa))
-            if regions - {"all", ""}:
+            if regions - _SHARED:
                 regional_verbs.add(stem)
+            if "msa" in regions:
+                synonym_verbs.add(stem)
             continue
         # «چم» read as «كم» is the MSA word: a borrowed letter is itself the dialect
         # evidence (has_dialect_words sees it in the text), the key is not.
@@ -358,9 +369,10 @@ def parse_bridge(text: str) -> Bridge:
             # A phrase listed twice keeps both MSA renderings, in file order.
             merged = dict.fromkeys(entries.get(key, ()) + msa)
             entries[key] = tuple(merged)
-            if regions - {"all", ""} and not borrowed:
+            if regions - _SHARED and not borrowed:
                 regional.add(key)
-    return Bridge(entries, frozenset(regional), verbs, frozenset(regional_verbs))
+    return Bridge(entries, frozenset(regional), verbs, frozenset(regional_verbs),
+                  frozenset(synonym_verbs))
 
 
 @lru_cache(maxsize=1)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlp.errors import ResourceUnavailable
-from nlp.keys import KeyFunction, _hashtag_parts, search_keys
+from nlp.keys import KeyFunction, _counts_as_digits, _hashtag_parts, search_keys
 from nlp.lexicon import STOPWORDS
 from nlp.normalize import clean, fold
 from nlp.tokens import TokenKind, typed_texts
@@ -171,7 +171,9 @@ def camel_lemma_keys(db: MorphologyDB) -> KeyFunction:
         out: list[str] = []
         others: list[str] = []  # Latin, Arabizi, numbers, non-Arabic hashtag parts
         slot = 0
-        for kind, tok in typed_texts(fold(clean(text))):
+        # Counts as digits, as in search_keys («ثلاثة أيام» → 3 ايام), so the
+        # two backends agree on numbers; Arabizi counts are left to search_keys.
+        for kind, tok in _counts_as_digits(typed_texts(fold(clean(text))), False):
             if kind is TokenKind.WORD:
                 out.extend(word_keys(tok))
                 continue

@@ -15,6 +15,7 @@ with; ``nlp.backends.key_function`` chooses between it and camel-tools.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
@@ -22,6 +23,7 @@ from nlp.arabizi import _word_to_arabic, looks_arabizi
 from nlp.clitics import light_stem, strip_proclitics
 from nlp.lexicon import ENGLISH_STOPWORDS, REQUEST_WORDS, STOPWORDS
 from nlp.normalize import clean, fold
+from nlp.number_words import number_words_to_digits
 from nlp.tokens import TokenKind, typed_texts
 
 __all__ = [
@@ -41,6 +43,48 @@ def _folded_tokens(text: str) -> tuple[list[tuple[TokenKind, str]], bool]:
     toks = typed_texts(fold(clean(text)))
     latin = [t for k, t in toks if k is TokenKind.LATIN]
     return toks, bool(latin) and looks_arabizi(latin)
+
+
+# Token kinds a count can span: «خمسه وعشرين», «3 ايام», Arabizi «talata ayam».
+_COUNTABLE = (TokenKind.WORD, TokenKind.NUMBER, TokenKind.LATIN)
+_DIGITS = re.compile(r"[0-9][0-9.,\u066b\u066c]*")
+_LATIN = re.compile(r"[a-z0-9']+")
+
+
+def _counts_as_digits(toks: list[tuple[TokenKind, str]],
+                      arabizi: bool) -> list[tuple[TokenKind, str]]:
+    """Runs of word and number tokens through :func:`nlp.number_words.number_words_to_digits`.
+
+    English words are left alone (only Arabizi Latin words are read as
+    Arabic counts), so are hashtags and punctuation, which end a run.
+    """
+    out: list[tuple[TokenKind, str]] = []
+    run: list[str] = []
+    kept: list[tuple[TokenKind, str]] = []  # the run's tokens as they came
+
+    def flush() -> None:
+        rewritten = number_words_to_digits(run)
+        if rewritten == run:  # no count (most runs): keep the tokens and their kinds
+            out.extend(kept)
+            run.clear()
+            kept.clear()
+            return
+        for text in rewritten:
+            kind = (TokenKind.NUMBER if _DIGITS.fullmatch(text)
+                    else TokenKind.LATIN if _LATIN.fullmatch(text) else TokenKind.WORD)
+            out.append((kind, text))
+        run.clear()
+        kept.clear()
+
+    for kind, tok in toks:
+        if kind in _COUNTABLE and (kind is not TokenKind.LATIN or arabizi):
+            run.append(tok)
+            kept.append((kind, tok))
+        else:
+            flush()
+            out.append((kind, tok))
+    flush()
+    return out
 
 
 def _hashtag_parts(tag: str) -> list[str]:
@@ -80,12 +124,18 @@ def _latin_key(word: str) -> str:
 def search_keys(text: str) -> list[str]:
     """Index and query keys: stems in order, duplicates kept, stopwords dropped.
 
+    Counts are digits on both sides (:func:`nlp.number_words.number_words_to_digits`):
+    «تلات تيام» and «3 أيام» give the same keys.
+
     >>> search_keys("ما هي عاصمة المملكة العربية السعودية؟")
     ['عاصم', 'مملك', 'عرب', 'سعود']
     >>> search_keys("والكتاب في المكتبة 3 Routers")
     ['كتاب', 'مكتب', '3', 'router']
+    >>> search_keys("يرجع المبلغ خلال ثلاثة أيام") == search_keys("يرجع المبلغ خلال 3 ايام")
+    True
     """
     toks, arabizi = _folded_tokens(text)
+    toks = _counts_as_digits(toks, arabizi)
     out: list[str] = []
     stop = STOPWORDS
     for kind, tok in toks:

@@ -224,3 +224,10 @@ def test_fold_parity_with_camel_tools(shared_data: Path) -> None:
         if fold(text) != expected:
             mismatches.append((text, fold(text), expected))
     assert not mismatches[:5], f"{len(mismatches)} texts differ"
+
+
+def test_counts_are_digits_as_in_the_builtin_keys(lemma_keys: KeyFunction) -> None:
+    # «ثلاثة أيام» and «يومين» (no analysis in the tiny database) key as digits,
+    # so a question with «3 ايام» meets a policy that spells the count out.
+    assert "3" in lemma_keys("يعاد المبلغ خلال ثلاثة أيام")
+    assert "2" in lemma_keys("بعد يومين")

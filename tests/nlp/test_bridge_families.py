@@ -1,0 +1,65 @@
+"""Support-domain synonym families in the bridge lexicon and its ``msa`` tag."""
+
+from __future__ import annotations
+
+import pytest
+
+import nlp
+from nlp.bridge import parse_bridge
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("هل تحتسبون رسوما على الدفع بالتقسيط؟", {"تفرض"}),  # msa charging
+        ("هل يتقاضى البنك عمولة؟", {"رسوم", "تفرض"}),  # msa ~تقاضي
+        ("بيحسبوا كام على التوصيل؟", {"رسوم"}),  # egyptian
+        ("شكد يكصون على التحويل؟", {"رسوم", "يخصم"}),  # iraqi
+        ("متى يعاد المبلغ؟", {"استرداد", "إرجاع"}),  # msa refunding
+        ("امتى ترجع الفلوس؟", {"استرداد", "المبلغ"}),  # egyptian / levantine phrase
+        ("واش غادي يردولي لفلوس؟", {"استرداد"}),  # maghrebi رد
+        ("هل يجوز إرجاع المنتج المفتوح؟", {"يمكن", "يسمح"}),  # msa permitting
+        ("يمديني اغير العنوان؟", {"يمكن"}),  # gulf
+        ("واش نقدر نانولي الطلب؟", {"إلغاء"}),  # maghrebi annuler
+        ("الكرت انسرق، ابي ابلوكه", {"حظر", "إيقاف", "سرقة"}),  # gulf card blocking
+        ("بدي سكرلي البطاقة", {"إيقاف"}),  # levantine
+        ("كيفاش نأكتيفي الشريحة؟", {"تفعيل"}),  # maghrebi activer
+        ("شو الماكسيمم للتحويل؟", {"الأقصى"}),  # limits
+        ("شو باقيلي بالمحفظة؟", {"الرصيد"}),  # balance
+        ("بغيت ريليفي ديال الحساب", {"كشف"}),  # maghrebi relevé
+        ("abgha a7awel floos", {"تحويل"}),  # arabizi transferring
+        ("ma3lesh bghit n annuler", {"إلغاء"}),  # arabizi / French
+    ],
+)
+def test_support_words_get_their_policy_synonyms(question: str, expected: set[str]) -> None:
+    got = set(nlp.dialect_to_msa(question))
+    assert expected <= got, got
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "حسب الموقع الجغرافي",  # حسب = according to, not charging
+        "ما هو تاريخ الخصم؟",  # the noun خصم (discount) is no deduction verb
+        "متى يبدأ عيد الفطر؟",  # عيد (Eid) is no refund
+    ],
+)
+def test_common_msa_words_of_another_sense_are_not_expanded(text: str) -> None:
+    got = set(nlp.dialect_to_msa(text))
+    assert not got & {"رسوم", "تفرض", "تحتسب", "استرداد", "إرجاع", "إعادة"}, got
+
+
+def test_msa_family_matches_msa_forms_and_is_no_dialect_evidence() -> None:
+    lexicon = parse_bridge("~حتسب\tتفرض رسوم\tmsa\n~رجع\tإرجاع\tall\n")
+    # An msa ~stem matches the verb's MSA forms; an all ~stem does not.
+    assert lexicon.expand("هل تحتسبون رسوما؟") == ["تفرض", "رسوم"]
+    assert lexicon.expand("متى يرجع؟") == []
+    assert not lexicon.has_dialect_words("هل تحتسبون رسوما؟")
+    assert not nlp.has_dialect_words("هل يجوز إرجاع المنتج المفتوح؟")
+
+
+def test_question_keys_keep_own_and_bridge_keys_apart() -> None:
+    q = nlp.question_keys("شكد يكصون على التحويل بعد يومين؟")
+    assert "2" in q.own and "تحويل" in q.own
+    assert "رسوم" in q.msa and not set(q.msa) & set(q.own)
+    assert q.all == q.own + q.msa
