@@ -27,6 +27,7 @@ async def open_store(
     acquire_timeout_s: float | None = None,
     application_name: str | None = None,
     typo: bool = True,
+    fingerprint: str | None = None,
 ) -> MemoryStore:
     """A ready (migrated) store: PostgreSQL when ``database_url`` is set, else SQLite.
 
@@ -39,6 +40,8 @@ async def open_store(
     PostgreSQL only; ``pool_max`` is the memory share of the replica's
     connection budget, majlis.pg_budget).
     ``typo=False`` switches the typo stage (memory.typo) off in either store.
+    ``fingerprint`` names ``keys`` for re-keying (memory.rekey); by default
+    ``nlp.keys_fingerprint(keys)``.
     """
     expander = expand or (dialect_to_msa if bridge else None)
     store: MemoryStore
@@ -46,9 +49,11 @@ async def open_store(
         store = await PostgresMemoryStore.connect(
             _asyncpg_dsn(database_url), keys=keys, expand=expander, max_size=pool_max,
             connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,
-            acquire_timeout_s=acquire_timeout_s, application_name=application_name, typo=typo)
+            acquire_timeout_s=acquire_timeout_s, application_name=application_name, typo=typo,
+            fingerprint=fingerprint)
     else:
-        store = SqliteMemoryStore(sqlite_path, keys=keys, expand=expander, typo=typo)
+        store = SqliteMemoryStore(sqlite_path, keys=keys, expand=expander, typo=typo,
+                                  fingerprint=fingerprint)
     await store.setup()
     return store
 

@@ -39,6 +39,11 @@ CREATE TABLE IF NOT EXISTS memory_terms (
     df     bigint NOT NULL,
     PRIMARY KEY (tenant, lexeme)
 );
+-- What the rows' keys were made with: key 'keys' -> nlp.keys_fingerprint (memory.rekey).
+CREATE TABLE IF NOT EXISTS memory_meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
 CREATE TABLE IF NOT EXISTS memory_stats (
     tenant     text PRIMARY KEY,
     n_docs     bigint NOT NULL,
@@ -146,4 +151,43 @@ SELECT EXISTS (SELECT 1 FROM pg_indexes
 ADD_TRGM_INDEX = """
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE INDEX IF NOT EXISTS memory_terms_trgm ON memory_terms USING gin (lexeme gin_trgm_ops);
+"""
+
+# Re-keying (memory.rekey, memory.pg_rekey).  One replica re-keys at a time:
+# a session advisory lock held from the fingerprint check to its recording.
+REKEY_LOCK = 0x6469_7761_7265_6B79  # "diwareky"
+GET_FINGERPRINT = "SELECT value FROM memory_meta WHERE key = 'keys'"
+SET_FINGERPRINT = """
+INSERT INTO memory_meta (key, value) VALUES ('keys', $1)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+"""
+# Setup, under SCHEMA_LOCK: an empty database takes the fingerprint at once.
+RECORD_IF_EMPTY = """
+INSERT INTO memory_meta (key, value)
+SELECT 'keys', $1 WHERE NOT EXISTS (SELECT 1 FROM memory_records)
+ON CONFLICT (key) DO NOTHING
+"""
+# Keyset pages over the primary key: each page an index range, never OFFSET.
+REKEY_PAGE = """
+SELECT tenant, id, title, text FROM memory_records
+WHERE (tenant, id) > ($1, $2) ORDER BY tenant, id LIMIT $3
+"""
+REKEY_FRESH = """
+SELECT r.tenant, r.id, r.title, r.text FROM memory_records AS r
+WHERE (r.tenant, r.id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+"""
+# The rows whose stored keys differ from the new ones: only those are written.
+_NEW_KEYS = ("unnest($1::text[], $2::text[], $3::text[], $4::int[])"
+             " AS k(tenant, id, keys, doc_len)")
+REKEY_CHANGED = f"""
+SELECT k.tenant, k.id FROM {_NEW_KEYS}
+JOIN memory_records AS r ON r.tenant = k.tenant AND r.id = k.id
+WHERE r.doc_len <> k.doc_len OR r.tsv <> to_tsvector('simple'::regconfig, k.keys)
+"""
+# updated_at stays: re-keying is not an edit of the record.
+REKEY_UPDATE = f"""
+UPDATE memory_records AS r
+SET tsv = to_tsvector('simple'::regconfig, k.keys), doc_len = k.doc_len
+FROM {_NEW_KEYS}
+WHERE r.tenant = k.tenant AND r.id = k.id
 """

@@ -29,18 +29,21 @@ import asyncpg
 from diwaniya.errors import ConfigurationError, ResourceExhausted, StoreUnavailable, Unavailable
 from memory.arabizi_stage import all_keys, arabizi_readings, choose_readings
 from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
+from memory.pg_deltas import apply_delta as _apply_delta
+from memory.pg_deltas import lock_tenants as _lock_tenants
+from memory.pg_rekey import rekey_postgres
 from memory.pg_schema import (
     ADD_POOL_COLUMNS,
     ADD_TRGM_INDEX,
     COLUMNS,
     DROP_KEYS_COLUMN,
+    GET_FINGERPRINT,
     HAS_KEYS_COLUMN,
     HAS_POOL_COLUMNS,
     HAS_TRGM_INDEX,
+    RECORD_IF_EMPTY,
     SCHEMA,
     SCHEMA_LOCK,
-    STATS_DELTA,
-    TERM_DELTA,
     UPSERT,
 )
 from memory.pg_search_sql import SEARCH, SIMILAR_TERMS
@@ -53,6 +56,7 @@ from memory.records import (
     SearchHit,
     validated_chunks,
 )
+from memory.rekey import BATCH_ROWS, Progress, RekeyReport, warn_if_stale
 from memory.snippet import WordKeys, highlight_snippet
 from memory.terms import MAX_K, MAX_QUERY_CHARS, KeyFunction
 from memory.text_keys import record_terms
@@ -63,6 +67,7 @@ from memory.typo import (
     best_corrections,
     unknown_terms,
 )
+from nlp.keys import keys_fingerprint
 
 __all__ = ["PostgresMemoryStore"]
 
@@ -108,7 +113,8 @@ class _NoResetConnection(asyncpg.Connection):
 
     asyncpg sends ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL``
     on every release — a round trip per recall and per remember. This store
-    takes no session advisory locks (only ``pg_advisory_xact_lock``), opens no
+    takes no session advisory locks but re-keying's, which it releases itself
+    or closes the connection (memory.pg_rekey), opens no
     cursors outside transactions, never LISTENs and never SETs session state,
     so there is nothing to reset; asyncpg still rolls back an open transaction.
     """
@@ -134,8 +140,12 @@ class PostgresMemoryStore:
         expand: Expander | None = None,
         acquire_timeout_s: float | None = None,
         typo: bool = True,
+        fingerprint: str | None = None,
     ) -> None:
         self._pool = pool
+        # What the rows' keys are recorded as (memory.rekey); None: a key
+        # function nlp did not name (tests' own), never recorded nor re-keyed.
+        self._fingerprint = fingerprint or keys_fingerprint(keys)
         self._typo = typo  # second stage for unknown keys (memory.typo)
         self._expand = expand  # query-side only (memory.expansion); the index never sees it
         self._acquire_timeout = acquire_timeout_s
@@ -159,6 +169,7 @@ class PostgresMemoryStore:
         acquire_timeout_s: float | None = None,
         application_name: str | None = None,
         typo: bool = True,
+        fingerprint: str | None = None,
     ) -> PostgresMemoryStore:
         """Open a pool for ``dsn`` that :meth:`close` will close.
 
@@ -181,7 +192,8 @@ class PostgresMemoryStore:
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
         return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget,
-                   expand=expand, acquire_timeout_s=acquire_timeout_s, typo=typo)
+                   expand=expand, acquire_timeout_s=acquire_timeout_s, typo=typo,
+                   fingerprint=fingerprint)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
@@ -223,6 +235,24 @@ class PostgresMemoryStore:
                         f"the typo stage needs PostgreSQL's pg_trgm extension ({exc}); install"
                         " the contrib package or turn the stage off (memory_typo_stage=false)"
                     ) from exc
+            if self._fingerprint is not None:
+                await conn.execute(RECORD_IF_EMPTY, self._fingerprint)
+                warn_if_stale(await conn.fetchval(GET_FINGERPRINT), self._fingerprint,
+                              where="PostgreSQL")
+
+    async def keys_fingerprint(self) -> str | None:
+        async with self._conn() as conn:
+            value = await conn.fetchval(GET_FINGERPRINT)
+        return None if value is None else str(value)
+
+    async def rekey(self, *, force: bool = False, progress: Progress | None = None,
+                    batch: int = BATCH_ROWS) -> RekeyReport:
+        """Re-key every row (memory.rekey, memory.pg_rekey) when the fingerprint differs."""
+        if self._fingerprint is None:
+            raise ConfigurationError("this store's key function has no fingerprint "
+                                     "(nlp.keys_fingerprint): it cannot record or re-key")
+        return await rekey_postgres(self._conn, self._keys, self._fingerprint, force=force,
+                                    progress=progress, batch=batch)
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         # The last write of an id wins within a batch, as it would across batches
@@ -408,27 +438,6 @@ class PostgresMemoryStore:
     async def close(self) -> None:
         if self._owns_pool:
             await self._pool.close()
-
-
-async def _lock_tenants(conn: asyncpg.Connection, tenants: Sequence[str]) -> None:
-    # Sorted, so two writers touching the same tenants lock in the same order.
-    for tenant in sorted(set(tenants)):
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('diwaniya.memory:' || $1, 0))", tenant
-        )
-
-
-async def _apply_delta(conn: asyncpg.Connection, sign: int, where: str, *args: Any) -> None:
-    touched = await conn.fetch(TERM_DELTA.format(where=where), sign, *args)
-    await conn.execute(STATS_DELTA.format(where=where), sign, *args)
-    if sign < 0:
-        gone = [(row[0], row[1]) for row in touched if row[2] <= 0]
-        if gone:
-            await conn.execute(
-                "DELETE FROM memory_terms WHERE (tenant, lexeme) IN"
-                " (SELECT * FROM unnest($1::text[], $2::text[]))",
-                [g[0] for g in gone], [g[1] for g in gone],
-            )
 
 
 def _document(row: Sequence[Any]) -> DocumentInfo:

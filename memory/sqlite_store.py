@@ -27,7 +27,7 @@ from typing import Any
 
 import aiosqlite
 
-from diwaniya.errors import Unavailable
+from diwaniya.errors import ConfigurationError, Unavailable
 from memory.arabizi_stage import all_keys, arabizi_readings, choose_readings
 from memory.candidates import SCAN_CANDIDATES, plan
 from memory.expansion import BRIDGE_WEIGHT, Expander, WeightedTerms, weighted_terms
@@ -40,7 +40,9 @@ from memory.records import (
     SearchHit,
     validated_chunks,
 )
+from memory.rekey import BATCH_ROWS, Progress, RekeyReport, warn_if_stale
 from memory.snippet import WordKeys, highlight_snippet
+from memory.sqlite_rekey import record_if_new, recorded_fingerprint, rekey_sqlite
 from memory.sqlite_schema import (
     POOL_BACKFILL as _POOL_BACKFILL,
 )
@@ -71,6 +73,7 @@ from memory.sqlite_typo import (
 from memory.terms import MAX_K, MAX_QUERY_CHARS, KeyFunction
 from memory.text_keys import record_terms
 from memory.typo import TYPO_WEIGHT, unknown_terms
+from nlp.keys import keys_fingerprint
 
 __all__ = ["SqliteMemoryStore"]
 
@@ -140,9 +143,12 @@ class SqliteMemoryStore:
 
     def __init__(
         self, path: Path | str, *, keys: KeyFunction, expand: Expander | None = None,
-        typo: bool = True,
+        typo: bool = True, fingerprint: str | None = None,
     ) -> None:
         self._path = str(path)
+        # What the rows' keys are recorded as (memory.rekey); None: a key
+        # function nlp did not name (tests' own), never recorded nor re-keyed.
+        self._fingerprint = fingerprint or keys_fingerprint(keys)
         self._typo = typo  # second stage for unknown keys (memory.typo)
         # True once setup() has made (or found) the vocabulary tables.  They are
         # kept whether or not the stage is on, so turning it on needs no rebuild;
@@ -222,7 +228,23 @@ class SqliteMemoryStore:
             async with db.execute("SELECT tenant, keys FROM memory_records") as rows:
                 async for tenant, keys in rows:
                     await db.executemany(ADD_WORDS, words(tenant, keys))
+        if self._fingerprint is not None:
+            warn_if_stale(await record_if_new(db, self._fingerprint), self._fingerprint,
+                          where=self._path)
         await db.commit()
+
+    async def keys_fingerprint(self) -> str | None:
+        async with self._locked() as db:
+            return await recorded_fingerprint(db)
+
+    async def rekey(self, *, force: bool = False, progress: Progress | None = None,
+                    batch: int = BATCH_ROWS) -> RekeyReport:
+        """Re-key every row (memory.rekey) when its recorded fingerprint differs."""
+        if self._fingerprint is None:
+            raise ConfigurationError("this store's key function has no fingerprint "
+                                     "(nlp.keys_fingerprint): it cannot record or re-key")
+        return await rekey_sqlite(self._locked, self._keys, self._fingerprint, force=force,
+                                  progress=progress, batch=batch)
 
     async def put(self, records: Sequence[NewRecord]) -> list[MemoryRecord]:
         ready = [r.validated() for r in records]

@@ -29,8 +29,10 @@ from nlp.dialect import (
 from nlp.dialect_thread import Evidence, ThreadDialect, message_evidence, shared_words
 from nlp.errors import NlpError, ResourceUnavailable
 from nlp.keys import (
+    KEYS_VERSION,
     KeyFunction,
     content_keys,
+    keys_fingerprint,
     search_keys,
     stem_and_surface_keys,
     stop_keys_for,
@@ -43,6 +45,7 @@ from nlp.script import Script, detect_script
 from nlp.tokens import Token, TokenKind, tokenize
 
 __all__ = [
+    "KEYS_VERSION",
     "REGIONS",
     "DialectIdentifier",
     "DialectResult",
@@ -66,6 +69,7 @@ __all__ = [
     "fold",
     "has_dialect_words",
     "key_function",
+    "keys_fingerprint",
     "load_dialect_identifier",
     "message_evidence",
     "number_words_to_digits",

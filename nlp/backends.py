@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from nlp.camel import DEFAULT_DB, camel_lemma_keys, require_camel_morphology
-from nlp.keys import KeyFunction, stem_and_surface_keys
+from nlp.keys import KEYS_VERSION, KeyFunction, register_fingerprint, stem_and_surface_keys
 
 __all__ = ["KEY_BACKENDS", "KeyBackend", "key_function"]
 
@@ -29,7 +29,7 @@ KEY_BACKENDS: tuple[KeyBackend, ...] = ("builtin", "camel")
 
 def key_function(backend: KeyBackend = "builtin", *, camel_db: str = DEFAULT_DB,
                  camel_data_dir: Path | None = None) -> KeyFunction:
-    """The key function of ``backend``.
+    """The key function of ``backend``, named for ``nlp.keys_fingerprint``.
 
     Raises :class:`nlp.errors.ResourceUnavailable` when camel-tools or its data
     is missing, ``ValueError`` for an unknown backend name (a programmer error:
@@ -43,5 +43,8 @@ def key_function(backend: KeyBackend = "builtin", *, camel_db: str = DEFAULT_DB,
     if backend == "builtin":
         return stem_and_surface_keys
     if backend == "camel":
-        return camel_lemma_keys(require_camel_morphology(camel_db, camel_data_dir))
+        # The database is part of the name: another one lemmatises differently.
+        return register_fingerprint(
+            camel_lemma_keys(require_camel_morphology(camel_db, camel_data_dir)),
+            f"camel/{camel_db}/{KEYS_VERSION}")
     raise ValueError(f"unknown search-key backend {backend!r} (known: {', '.join(KEY_BACKENDS)})")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from weakref import WeakKeyDictionary
 
 from nlp.arabizi import _word_to_arabic, looks_arabizi
 from nlp.clitics import light_stem, strip_proclitics
@@ -27,8 +28,11 @@ from nlp.number_words import number_words_to_digits
 from nlp.tokens import TokenKind, typed_texts
 
 __all__ = [
+    "KEYS_VERSION",
     "KeyFunction",
     "content_keys",
+    "keys_fingerprint",
+    "register_fingerprint",
     "search_keys",
     "stem_and_surface_keys",
     "stop_keys_for",
@@ -37,6 +41,42 @@ __all__ = [
 
 # Text in, keys out (in text order, duplicates kept: BM25 counts them).
 KeyFunction = Callable[[str], list[str]]
+
+# The version of the keys this module (and nlp.camel, which shares its
+# tokens, folding, stopwords and counts) gives a text.  BUMP IT IN THE SAME
+# COMMIT as any change that makes some text key differently (folding,
+# stemming, stopwords, number words, lexicon data): the memory stores record
+# the fingerprint their rows were keyed with and `diwaniya migrate` re-keys
+# every stored row when it differs (memory.rekey), so old rows stay findable.
+#   1: before counts as digits (never recorded: a store with rows and no
+#      fingerprint is taken to be older than any version);
+#   2: counts as digits (nlp.number_words): «ثلاثة أيام» keys as «3 أيام».
+KEYS_VERSION = 2
+
+# Fingerprints of the key functions the product builds (builtin, camel per
+# database); weak so a camel closure dropped by its caller is not kept alive.
+_FINGERPRINTS: WeakKeyDictionary[KeyFunction, str] = WeakKeyDictionary()
+
+
+def register_fingerprint(keys: KeyFunction, fingerprint: str) -> KeyFunction:
+    """Name ``keys`` (a stable string with its version); returns ``keys``."""
+    _FINGERPRINTS[keys] = fingerprint
+    return keys
+
+
+def keys_fingerprint(keys: KeyFunction) -> str | None:
+    """The fingerprint of ``keys``, or ``None`` for a function nlp did not name.
+
+    >>> keys_fingerprint(stem_and_surface_keys)
+    'builtin/2'
+    >>> keys_fingerprint(str.split) is None
+    True
+    """
+    try:
+        return _FINGERPRINTS.get(keys)
+    except TypeError:  # not weak-referenceable (a builtin method): never named
+        return None
+
 
 def _folded_tokens(text: str) -> tuple[list[tuple[TokenKind, str]], bool]:
     """(kind, text) tokens of the folded text, and whether its Latin words are Arabizi."""
@@ -200,3 +240,6 @@ def stop_keys_for(keys: KeyFunction) -> frozenset[str]:
     ['ابغ', 'ابي', 'اريد']
     """
     return frozenset(keys(" ".join(sorted(STOPWORDS | REQUEST_WORDS))))
+
+
+register_fingerprint(stem_and_surface_keys, f"builtin/{KEYS_VERSION}")

@@ -67,7 +67,10 @@ def _parser() -> argparse.ArgumentParser:
     # Set by the supervisor on its children (service.workers); not for operators.
     serve.add_argument("--supervisor-pid", type=int, default=0, help=argparse.SUPPRESS)
 
-    sub.add_parser("migrate", help="create or upgrade the database tables, then exit")
+    migrate = sub.add_parser("migrate", help="create or upgrade the database tables, then exit")
+    migrate.add_argument("--rekey", action="store_true",
+                         help="re-key every stored memory row even when the recorded key "
+                              "fingerprint matches (progress on stderr)")
 
     chat = sub.add_parser("chat", help="talk to a running server")
     chat.add_argument("--once", metavar="TEXT", help="send one message and exit")
@@ -123,6 +126,8 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     # for n processes — before a pool or a child process exists.
     preflight(settings, args.listen, workers=n)
     if n == 1:
+        if settings.migrate_on_start:  # build_app migrates the rest itself
+            asyncio.run(_rekey(settings))
         asyncio.run(_serve(settings, args.listen))
         return 0
     tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
@@ -181,10 +186,8 @@ def _worker_metrics_listen(settings: Settings) -> str:
     return f"{host}:{int(port) + index}" if int(port) else settings.metrics_listen
 
 
-async def _migrate(settings: Settings) -> str:
-    import nlp
+async def _migrate(settings: Settings, *, rekey: bool = False) -> str:
     from majlis.persistence import check_session_pooling, migrate_postgres, open_sqlite
-    from memory import open_store
 
     dsn = settings.database_dsn()
     if dsn:
@@ -203,11 +206,43 @@ async def _migrate(settings: Settings) -> str:
 
         await (await SqliteCounters.open(settings.data_dir / "limits.sqlite3")).close()
     await db.close()
-    # Migrating writes no index terms: the built-in keys are enough to open it.
-    store = await open_store(dsn, sqlite_path=settings.data_dir / "memory.sqlite3",
-                             keys=nlp.stem_and_surface_keys)
-    await store.close()
-    return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}"
+    keyed = await _rekey(settings, force=rekey)
+    return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}; {keyed}"
+
+
+async def _rekey(settings: Settings, *, force: bool = False) -> str:
+    """Memory tables, and their rows re-keyed when keyed otherwise (memory.rekey).
+
+    With the server's own key function (a camel store is re-keyed with camel),
+    progress on stderr at most once a second; returns one line for stdout.
+    """
+    import time
+
+    from memory import open_store
+    from memory.rekey import RekeyableStore
+    from service.keys import search_key_function
+
+    keys = await asyncio.to_thread(search_key_function, settings, os.environ)
+    store = await open_store(settings.database_dsn(), keys=keys,
+                             sqlite_path=settings.data_dir / "memory.sqlite3")
+    shown = 0.0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal shown
+        if done == total or time.monotonic() - shown >= 1.0:
+            shown = time.monotonic()
+            print(f"diwaniya: re-keying memory: {done}/{total} rows", file=sys.stderr, flush=True)
+
+    try:
+        if not isinstance(store, RekeyableStore):
+            return "memory keys not recorded"
+        report = await store.rekey(force=force, progress=progress)
+    finally:
+        await store.close()
+    if not report.ran:
+        return f"memory keys {report.after}"
+    return (f"memory keys {report.before or 'unrecorded'} -> {report.after}: {report.rows} rows "
+            f"re-keyed ({report.changed} changed) in {report.seconds:.1f} s")
 
 
 async def _chat(args: argparse.Namespace) -> int:
@@ -275,7 +310,7 @@ def _server_command(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve_command(settings, args)
     if args.command == "migrate":
-        print(asyncio.run(_migrate(settings)))
+        print(asyncio.run(_migrate(settings, rekey=args.rekey)))
         return 0
     if args.command == "gc":
         from service import gc_cli
