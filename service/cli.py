@@ -223,7 +223,8 @@ async def _rekey(settings: Settings, *, force: bool = False) -> str:
     from service.keys import search_key_function
 
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)
-    store = await open_store(settings.database_dsn(), keys=keys,
+    # Two connections: setup, then the re-key's one (it holds its lock on it).
+    store = await open_store(settings.database_dsn(), keys=keys, pool_max=2,
                              sqlite_path=settings.data_dir / "memory.sqlite3")
     shown = 0.0
 

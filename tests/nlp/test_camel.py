@@ -20,12 +20,16 @@ import pytest
 
 from memory import Kind, NewRecord, SqliteMemoryStore
 from nlp import (
+    KEYS_VERSION,
     KeyFunction,
     ResourceUnavailable,
     camel_lemma_keys,
     fold,
+    key_function,
+    keys_fingerprint,
     require_camel_morphology,
     search_keys,
+    stem_and_surface_keys,
 )
 from tests.conftest import IN_CI
 
@@ -176,6 +180,33 @@ async def test_store_finds_a_passage_by_another_inflection(
             await store.close()
     assert found["camel"] == ["d1#0"]
     assert found["builtin"] == []  # كتاب vs كتب: only the lemma makes them meet
+
+
+async def test_switching_to_camel_rekeys_a_store_keyed_by_builtin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data, db_file = write_tiny_camel_data(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CAMELTOOLS_DATA", str(data))
+    camel = key_function("camel", camel_db=str(db_file), camel_data_dir=data)
+    # The database is part of the fingerprint: another one lemmatises differently.
+    assert keys_fingerprint(camel) == f"camel/{db_file}/{KEYS_VERSION}"
+    assert keys_fingerprint(key_function("builtin")) == f"builtin/{KEYS_VERSION}"
+    path = tmp_path / "memory.sqlite3"
+    builtin_store = SqliteMemoryStore(path, keys=stem_and_surface_keys)
+    await builtin_store.setup()
+    await builtin_store.put([NewRecord(tenant="shop", kind=Kind.DOCUMENT, id="d1#0",
+                                       doc_id="d1", text="وصلت الكتب إلى المخزن")])
+    await builtin_store.close()
+    store = SqliteMemoryStore(path, keys=camel)
+    await store.setup()
+    try:
+        assert await store.search("shop", "والكتاب") == []  # builtin keys: كتب, not كتاب
+        report = await store.rekey()
+        assert report.ran and (report.before, report.after) == (
+            f"builtin/{KEYS_VERSION}", keys_fingerprint(camel))
+        assert [h.record.id for h in await store.search("shop", "والكتاب")] == ["d1#0"]
+    finally:
+        await store.close()
 
 
 # What fold() does beyond camel-tools' chain, applied to camel's output so the
