@@ -127,7 +127,7 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     preflight(settings, args.listen, workers=n)
     if n == 1:
         if settings.migrate_on_start:  # build_app migrates the rest itself
-            asyncio.run(_rekey(settings))
+            asyncio.run(_rekey(settings, check_pooling=True))
         asyncio.run(_serve(settings, args.listen))
         return 0
     tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
@@ -210,7 +210,7 @@ async def _migrate(settings: Settings, *, rekey: bool = False) -> str:
     return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}; {keyed}"
 
 
-async def _rekey(settings: Settings, *, force: bool = False) -> str:
+async def _rekey(settings: Settings, *, force: bool = False, check_pooling: bool = False) -> str:
     """Memory tables, and their rows re-keyed when keyed otherwise (memory.rekey).
 
     With the server's own key function (a camel store is re-keyed with camel),
@@ -223,6 +223,12 @@ async def _rekey(settings: Settings, *, force: bool = False) -> str:
     from service.keys import search_key_function
 
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)
+    if check_pooling and settings.database_dsn():
+        from majlis.persistence import check_session_pooling
+
+        # The re-key's lock is a session advisory lock, as the thread locks are:
+        # a transaction pooler is refused here first, with its one-line message.
+        await check_session_pooling(settings.database_dsn() or "")
     # Two connections: setup, then the re-key's one (it holds its lock on it).
     store = await open_store(settings.database_dsn(), keys=keys, pool_max=2,
                              sqlite_path=settings.data_dir / "memory.sqlite3")
