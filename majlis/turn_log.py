@@ -14,7 +14,11 @@ than ``ttl_s`` are pruned opportunistically when a turn starts (at most once a
 Write cost: events are buffered and written with one multi-row INSERT per
 flush; a flush happens on the first event and otherwise when ``flush_s``
 passed since the previous flush — a streamed reply's words cost a round trip
-per ``flush_s``, not per word. The closing ``turn_completed`` and whatever is
+per ``flush_s``, not per word. ``flush_s`` defaults to the resumers' polling
+interval ``poll_s`` (0.1 s): rows flushed more often than a resumer reads are
+seen no sooner; under load (bench/load.py, offline responder) nearly every
+event came more than 50 ms after the previous flush: 1.6 mid-turn flushes per
+turn at 0.05 s, 0.6 at 0.1 s. The closing ``turn_completed`` and whatever is
 still buffered are written by the turn's fenced commit itself
 (``TurnCommit.log_rows``): no round trip of their own, and "completed" is in
 the log only for a turn that was kept.
@@ -166,7 +170,7 @@ class TurnLog:
     """Writers for running turns and readers for resumes, over one :class:`TurnEventStore`."""
 
     def __init__(self, store: TurnEventStore, *, ttl_s: float = 600.0, max_events: float = 2000,
-                 flush_s: float = 0.05, poll_s: float = 0.1) -> None:
+                 flush_s: float = 0.1, poll_s: float = 0.1) -> None:
         self._store = store
         self.ttl_s = ttl_s
         self.max_events = max_events
