@@ -251,6 +251,20 @@ class TurnWriter:
         self._last = final
         self._committed_seq = final.seq
 
+    def first_row(self, started: Envelope) -> Row:
+        """The row of ``started`` (seq 1) for the thread lock's statement to write
+        (``ThreadStore.lock(log_row=…)``); :meth:`written` once it did."""
+        return self._row(started)
+
+    async def written(self, started: Envelope) -> None:
+        """Another statement (the lock's) wrote ``started`` just now: it is not
+        written again, and the next flush is timed from it, as after any flush."""
+        self._count += 1
+        self._last = started
+        self._committed_seq = started.seq
+        self._flushed_at = time.monotonic()
+        await self._log.maybe_prune()  # what add() does on a turn's first event
+
     def _row(self, envelope: Envelope) -> Row:
         return (self._tenant, envelope.thread_id, envelope.turn_id, envelope.seq, self._user,
                 time.time(), encode(envelope))
