@@ -12,7 +12,9 @@ than ``ttl_s`` are pruned opportunistically when a turn starts (at most once a
 ``ttl_s / 10`` per process) and are never served.
 
 Write cost: events are buffered and written with one multi-row INSERT per
-flush; a flush happens on the first event and otherwise when ``flush_s``
+flush; a flush happens on the first event (on PostgreSQL a message's first
+event is written by its thread-lock statement instead, ``TurnWriter.first_row``)
+and otherwise when ``flush_s``
 passed since the previous flush — a streamed reply's words cost a round trip
 per ``flush_s``, not per word. ``flush_s`` defaults to the resumers' polling
 interval ``poll_s`` (0.1 s): rows flushed more often than a resumer reads are

@@ -134,6 +134,8 @@ class TurnRunner:
         # An event is logged just after it is yielded, not before: the first
         # event leaves without waiting for the log's round trip (time to first
         # event), and an event the stream ended on is logged by the handler below.
+        # (A message's turn_started is in the log already on PostgreSQL: its
+        # lock statement wrote it, see _locked.)
         unlogged: Envelope | None = None
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
