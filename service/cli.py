@@ -142,6 +142,7 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = False) -> None:
+    from service import heap
     from service.app import build_app
     from service.server import serve_until_signal, stop_on_signal
 
@@ -149,6 +150,9 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
     # Tracing and metrics (OTEL_*, DIWANIYA_TRACES) are configured by build_app.
     app = await build_app(settings)
     try:
+        # Everything start-up made lives as long as the process: out of the
+        # collector's way before the first request (service.heap).
+        heap.settle()
         if app.telemetry is not None and settings.metrics_listen:
             metrics_port = app.telemetry.serve_metrics(_worker_metrics_listen(settings))
             logging.getLogger("diwaniya").info("metrics on /metrics, port %d", metrics_port)
