@@ -11,14 +11,24 @@ its own. ``pytest -q`` alone still runs everything serially, in file order.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+# This machine's environment (like the Dockerfile's image) sets
+# PYTHONDONTWRITEBYTECODE=1. In a test run that made every xdist worker recompile
+# the sources and re-rewrite every test module (~4 CPU-s each), and every `serve`
+# or CLI subprocess recompile the server (~0.2 CPU-s, ~100 of them). The run
+# caches bytecode in the git-ignored __pycache__ folders instead: workers and
+# subprocesses, started after this line, inherit the environment.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Servers under test (in-process and `serve` subprocesses, which inherit this)
 # put their Prometheus endpoint on a free port: the default 127.0.0.1:9464 would
@@ -102,6 +112,23 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/service/test_model_outage.py::",
     "tests/service/test_pgbouncer.py::",
 )
+
+
+# Tests that must share one worker (tests/_xdist.py): (regex at the start of the
+# node id, group name). The PII corpus fixture is module-scoped and sends the
+# whole corpus through a server per store: one worker per store runs it once.
+XDIST_GROUPS: tuple[tuple[str, str], ...] = (
+    (r"tests/service/test_pii_storage\.py::test_corpus_\w+\[(sqlite|postgres)", r"pii-\1"),
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: tests/_xdist.py's scheduler (groups by XDIST_GROUPS)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests._xdist import GroupedScheduling
+
+    return GroupedScheduling(config, log, XDIST_GROUPS)
 
 
 def _slow_rank(nodeid: str) -> int:
