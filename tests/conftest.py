@@ -119,6 +119,9 @@ SLOW_FIRST: tuple[str, ...] = (
 # whole corpus through a server per store: one worker per store runs it once.
 XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     (r"tests/service/test_pii_storage\.py::test_corpus_\w+\[(sqlite|postgres)", r"pii-\1"),
+    # One server per store for the ~150 wording cases (a module-scoped fixture).
+    (r"tests/service/test_wording_expectations\.py::test_reply_\w+\[(sqlite|postgres)",
+     r"wording-\1"),
 )
 
 
