@@ -79,7 +79,7 @@ def shared_data() -> Path:
 
 
 # Under xdist, workers take tests in collection order, one scheduling unit at a
-# time (--dist loadgroup), so the slowest start first and the run does not end
+# time (--dist loadgroup, tests/_xdist.py), so the slowest start first and the run does not end
 # with one worker alone on a 60 s outage. Each entry is a node-id prefix,
 # longest first (seconds from `--durations` on the 2-core machine); tests that
 # match none keep their file order after these. Serial runs are not reordered.
@@ -101,6 +101,7 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/service/test_gc_cli.py::",  # serve processes (session 6)
     "tests/service/test_compaction.py::",
     "tests/service/test_pii_storage.py::",
+    "tests/service/test_wording_expectations.py::test_reply",  # two groups of ~150
     "tests/service/test_startup_errors.py::",
     "tests/service/test_security.py::",
     "tests/service/test_search_keys_setting.py::",
