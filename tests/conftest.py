@@ -79,8 +79,8 @@ def shared_data() -> Path:
 
 
 # Under xdist, workers take tests in collection order, one scheduling unit at a
-# time (--dist loadgroup, tests/_xdist.py), so the slowest start first and the run does not end
-# with one worker alone on a 60 s outage. Each entry is a node-id prefix,
+# time (--dist loadgroup, tests/_xdist.py), so the slowest start first and the
+# run does not end with one worker alone on a 60 s outage. Each entry is a node-id prefix,
 # longest first (seconds from `--durations` on the 2-core machine); tests that
 # match none keep their file order after these. Serial runs are not reordered.
 SLOW_FIRST: tuple[str, ...] = (
