@@ -126,6 +126,7 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
 )
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown under -p no:xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup``: tests/_xdist.py's scheduler (groups by XDIST_GROUPS)."""
     if config.getvalue("dist") != "loadgroup":
