@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import logging
 import os
@@ -151,9 +150,6 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
     # Tracing and metrics (OTEL_*, DIWANIYA_TRACES) are configured by build_app.
     app = await build_app(settings)
     try:
-        # Everything start-up made lives as long as the process: out of the
-        # collector's way before the first request (service.heap).
-        heap.settle()
         if app.telemetry is not None and settings.metrics_listen:
             metrics_port = app.telemetry.serve_metrics(_worker_metrics_listen(settings))
             logging.getLogger("diwaniya").info("metrics on /metrics, port %d", metrics_port)
@@ -170,10 +166,11 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
             "serving diwaniya.v1.Conversations on %s:%d (%s, %s)", host, port,
             app.persistence.backend, "model" if settings.model_base_url else "offline responder")
         print(f"diwaniya listening on {host}:{port}", flush=True)
-        # Everything built so far (modules, the graph, tables, pools) lives as long as
-        # the process: frozen out of the collector, a full collection during turns no
+        # Everything built so far (modules, the graph, tables, pools, the server)
+        # lives as long as the process: frozen out of the collector before the
+        # first request (service.heap), so a full collection during turns no
         # longer walks it, nor does the one at interpreter exit (~0.4 CPU-s a process).
-        gc.freeze()
+        heap.settle()
         await serve_until_signal(server, stop)
     finally:
         await app.close()
