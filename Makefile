@@ -27,10 +27,12 @@ endif
 # Most of the suite's time is waiting (outages, `serve` start-ups, streamed
 # replies), so it runs on TEST_WORKERS pytest-xdist processes, each with its own
 # PostgreSQL database; tests/conftest.py starts the slowest first. loadgroup
-# hands out one test at a time (plain `load` sends long runs of consecutive
-# tests, which would put every slow test on the first worker).
+# (tests/_xdist.py's scheduler) hands out one test, or one XDIST_GROUPS group,
+# at a time (plain `load` sends long runs of consecutive tests, which would put
+# every slow test on the first worker). Five: two workers sit in the 60 s
+# database outages, mostly asleep, while three keep the 2 cores busy.
 # `.venv/bin/python -m pytest -q` alone still runs serially (for debugging).
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 5
 
 ## test: the whole test suite (needs PostgreSQL at 127.0.0.1:5432 for the postgres half)
 test: $(STAMP) proto-check $(TEST_EXTRAS)

@@ -11,10 +11,11 @@ thread's summary when the history passed the tenant's budget (majlis.compaction)
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any, TypedDict, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -25,6 +26,7 @@ import nlp
 from majlis.compaction import COMPACT, Compaction
 from majlis.nodes import Analyse, Hold, PhaseNode, Recall, Remember, Respond, Settle, handed_off
 from majlis.nodes.respond import RegistryFactory
+from majlis.records import TurnInput
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
 from memory import FactExtractor, MemoryStore
@@ -105,16 +107,44 @@ def build_graph(
     graph.add_edge("respond", "remember")
     graph.add_edge("settle", "remember")
     # At the turn boundary: fold the oldest turns when the history passed the budget.
-    graph.add_conditional_edges("remember", Compaction(deps.tenants).route,
+    graph.add_conditional_edges("remember", _compaction_route(Compaction(deps.tenants)),
                                 {COMPACT: COMPACT, END: END})
     graph.add_edge(COMPACT, END)
     return graph.compile(checkpointer=checkpointer)
 
 
-def _entry(state: ThreadState) -> str:
+# The routes below are coroutines and read narrow views of the state, both for
+# the turn's CPU: LangGraph runs a sync route in its thread pool (a submit, a
+# thread wake-up and a context copy per route, three routes a turn), and a
+# route's reader copies every channel its first parameter's annotation names
+# (with the node's writes applied) — the whole ThreadState, history included,
+# for a route annotated ``ThreadState``. Each view lists only what its route reads.
+class _EntryView(TypedDict):
+    input: TurnInput
+
+
+class _PhaseView(TypedDict, total=False):
+    input: TurnInput
+    handoff: dict[str, Any]
+
+
+class _CompactionView(TypedDict, total=False):
+    # Declared exactly as in ThreadState (same reducer): one channel, not two.
+    messages: Annotated[list[dict[str, Any]], operator.add]
+    input: TurnInput
+
+
+async def _entry(state: _EntryView) -> str:
     """An approval settles its held call; a message is read from the start."""
     return "settle" if state["input"].approval is not None else "analyse"
 
 
-def _after_phase(state: ThreadState) -> str:
-    return "hold" if handed_off(state) else "recall"
+async def _after_phase(state: _PhaseView) -> str:
+    return "hold" if handed_off(cast(ThreadState, state)) else "recall"
+
+
+def _compaction_route(compaction: Compaction) -> Callable[[_CompactionView], Any]:
+    async def route(state: _CompactionView) -> str:
+        return compaction.route(cast(ThreadState, state))
+
+    return route

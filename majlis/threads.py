@@ -58,6 +58,8 @@ class Lease:
 
     thread_id: str
     token: int | str | None
+    # The lock's own statement also wrote the turn's first log row (``lock(log_row=…)``).
+    logged_first: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +135,15 @@ class ThreadStore(Protocol):
     def lock(
         self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None,
         create: ThreadRow | None = None, owner: tuple[str, str] | None = None,
+        log_row: Sequence[object] | None = None,
     ) -> AbstractAsyncContextManager[Lease]:
         """Hold the thread's turn lock; ``create``: insert this new thread's row as the
         lock is taken (a new conversation's first turn, without a request_id);
         ``owner`` (tenant, user_id): NotFound unless that user owns the thread,
         checked in the lock's own statement where the store can (no lock is taken
-        on another user's thread)."""
+        on another user's thread); ``log_row``: the turn's first event-log row
+        (majlis.turn_log), written by the lock's statement only if it took the
+        lock, where the store can — ``Lease.logged_first`` says whether it did."""
         ...
     async def commit_turn(
         self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, cast
@@ -142,6 +142,24 @@ _LOG = ("log AS (INSERT INTO diwaniya_turn_events"
         " (tenant, thread_id, turn_id, seq, user_id, at, body)"
         " SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM head)"
         " ON CONFLICT DO NOTHING)")
+
+
+# The turn's first event-log row (majlis.turn_log), written by the lock
+# statement it is appended to only if that statement took the lock: the first
+# event costs no round trip of its own (every lock statement ends in this SELECT).
+_LOCK_SELECT = " SELECT (SELECT got FROM l)"
+_LOG_FIRST = (", lf AS (INSERT INTO diwaniya_turn_events"
+              " (tenant, thread_id, turn_id, seq, user_id, at, body)"
+              f" SELECT * FROM (VALUES {_LOG_ROW}) AS v WHERE (SELECT got FROM l)"
+              " ON CONFLICT DO NOTHING)")
+
+
+def _logging_first(sql: str) -> str:
+    """``sql`` (a lock statement) that also writes the first log row when it locks."""
+    head, sep, tail = sql.rpartition(_LOCK_SELECT)
+    assert sep, "every lock statement ends in its SELECT of l.got"
+    return head + _LOG_FIRST + sep + tail
+
 
 
 class _Fenced(Exception):
@@ -379,7 +397,8 @@ class PostgresThreadStore:
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
                    on_wait: OnWait | None = None,
                    create: ThreadRow | None = None,
-                   owner: tuple[str, str] | None = None) -> AsyncIterator[Lease]:
+                   owner: tuple[str, str] | None = None,
+                   log_row: Sequence[object] | None = None) -> AsyncIterator[Lease]:
         async with self._waiters.waiting(thread_id, policy=policy):
             if on_wait is not None and self._lock_pool_full():
                 # Every lock connection holds a running turn: say so now, not
@@ -401,17 +420,22 @@ class PostgresThreadStore:
                     with translate_store_errors():
                         if owner is not None:
                             live, extra = self._live(owner[0])
-                            cur = await conn.execute(_LOCK_OWNED_AND_BUMP.format(live=live), (
-                                owner[1], owner[0], thread_id, *extra, _LOCK_CLASS, thread_id,
-                                thread_id))
+                            sql = _LOCK_OWNED_AND_BUMP.format(live=live)
+                            params: list[object] = [owner[1], owner[0], thread_id, *extra,
+                                                    _LOCK_CLASS, thread_id, thread_id]
                         elif create is None:
-                            cur = await conn.execute(_LOCK_AND_BUMP,
-                                                     (_LOCK_CLASS, thread_id, thread_id))
+                            sql = _LOCK_AND_BUMP
+                            params = [_LOCK_CLASS, thread_id, thread_id]
                         else:
                             r = create
-                            cur = await conn.execute(_LOCK_AND_CREATE, (
-                                _LOCK_CLASS, thread_id, r.thread_id, r.tenant, r.user_id,
-                                r.title, r.created_at, r.updated_at, r.turn_count))
+                            sql = _LOCK_AND_CREATE
+                            params = [_LOCK_CLASS, thread_id, r.thread_id, r.tenant, r.user_id,
+                                      r.title, r.created_at, r.updated_at, r.turn_count]
+                        if log_row is not None:
+                            # The log row's parameters come after every lock parameter:
+                            # its CTE is the last one, just before the final SELECT.
+                            sql, params = _logging_first(sql), [*params, *log_row]
+                        cur = await conn.execute(sql, params)
                         row = await cur.fetchone()
                     unsure = False
                     if owner is not None and not (row and row[2]):
@@ -429,7 +453,7 @@ class PostgresThreadStore:
                     await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
                                           on_wait=on_wait,
                                           position=lambda: self._waiters.position(thread_id))
-                    yield Lease(thread_id, epoch[-1])
+                    yield Lease(thread_id, epoch[-1], logged_first=log_row is not None)
                 finally:
                     # The lock is session-level: release it before the connection
                     # returns to the pool, even when the turn was cancelled. If the

@@ -25,7 +25,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, cast
@@ -438,7 +438,10 @@ class SqliteThreadStore:
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
                    on_wait: OnWait | None = None,
                    create: ThreadRow | None = None,
-                   owner: tuple[str, str] | None = None) -> AsyncIterator[Lease]:
+                   owner: tuple[str, str] | None = None,
+                   log_row: Sequence[object] | None = None) -> AsyncIterator[Lease]:
+        # ``log_row`` is not written here (the turn log has a connection of its
+        # own): the lease says so (``logged_first`` False) and the turn logs it.
         if owner is not None:
             row = await self.get(owner[0], thread_id)
             if row is None or row.user_id != owner[1]:

@@ -12,9 +12,15 @@ than ``ttl_s`` are pruned opportunistically when a turn starts (at most once a
 ``ttl_s / 10`` per process) and are never served.
 
 Write cost: events are buffered and written with one multi-row INSERT per
-flush; a flush happens on the first event and otherwise when ``flush_s``
+flush; a flush happens on the first event (on PostgreSQL a message's first
+event is written by its thread-lock statement instead, ``TurnWriter.first_row``)
+and otherwise when ``flush_s``
 passed since the previous flush — a streamed reply's words cost a round trip
-per ``flush_s``, not per word. The closing ``turn_completed`` and whatever is
+per ``flush_s``, not per word. ``flush_s`` defaults to the resumers' polling
+interval ``poll_s`` (0.1 s): rows flushed more often than a resumer reads are
+seen no sooner; under load (bench/load.py, offline responder) nearly every
+event came more than 50 ms after the previous flush: 1.6 mid-turn flushes per
+turn at 0.05 s, 0.6 at 0.1 s. The closing ``turn_completed`` and whatever is
 still buffered are written by the turn's fenced commit itself
 (``TurnCommit.log_rows``): no round trip of their own, and "completed" is in
 the log only for a turn that was kept.
@@ -166,7 +172,7 @@ class TurnLog:
     """Writers for running turns and readers for resumes, over one :class:`TurnEventStore`."""
 
     def __init__(self, store: TurnEventStore, *, ttl_s: float = 600.0, max_events: float = 2000,
-                 flush_s: float = 0.05, poll_s: float = 0.1) -> None:
+                 flush_s: float = 0.1, poll_s: float = 0.1) -> None:
         self._store = store
         self.ttl_s = ttl_s
         self.max_events = max_events
@@ -246,6 +252,20 @@ class TurnWriter:
         self._count += 1
         self._last = final
         self._committed_seq = final.seq
+
+    def first_row(self, started: Envelope) -> Row:
+        """The row of ``started`` (seq 1) for the thread lock's statement to write
+        (``ThreadStore.lock(log_row=…)``); :meth:`written` once it did."""
+        return self._row(started)
+
+    async def written(self, started: Envelope) -> None:
+        """Another statement (the lock's) wrote ``started`` just now: it is not
+        written again, and the next flush is timed from it, as after any flush."""
+        self._count += 1
+        self._last = started
+        self._committed_seq = started.seq
+        self._flushed_at = time.monotonic()
+        await self._log.maybe_prune()  # what add() does on a turn's first event
 
     def _row(self, envelope: Envelope) -> Row:
         return (self._tenant, envelope.thread_id, envelope.turn_id, envelope.seq, self._user,

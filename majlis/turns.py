@@ -134,6 +134,8 @@ class TurnRunner:
         # An event is logged just after it is yielded, not before: the first
         # event leaves without waiting for the log's round trip (time to first
         # event), and an event the stream ended on is logged by the handler below.
+        # (A message's turn_started is in the log already on PostgreSQL: its
+        # lock statement wrote it, see _locked.)
         unlogged: Envelope | None = None
         try:
             # aclosing: an abandoned stream must release the thread lock now, not at GC.
@@ -204,6 +206,15 @@ class TurnRunner:
         unchecked = order.input.thread_id and order.key is None
         extra: dict[str, Any] = (
             {"owner": (order.input.tenant, order.input.user_id)} if unchecked else {})
+        inp = replace(order.input, thread_id=thread_id, turn_id=uuid.uuid4().hex,
+                      deadline=deadline)
+        numbered = _Numbering(thread_id, inp.turn_id)
+        started = numbered(inp.started())
+        if log is not None and order.key is None and inp.approval is None:
+            # A message without request_id runs once it holds the lock (nothing to
+            # replay, no held call to check): its first log row goes with the lock
+            # statement, one round trip for both, where the store can.
+            extra["log_row"] = log.first_row(started)
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
             thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create,
             **extra))
@@ -220,12 +231,11 @@ class TurnRunner:
                         yield envelope
                     return
             config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-            inp = replace(order.input, thread_id=thread_id, turn_id=uuid.uuid4().hex,
-                          deadline=deadline)
             if inp.approval is not None:
                 await self._check_held(config, inp.approval.call_id, thread_id)
-            numbered = _Numbering(thread_id, inp.turn_id)
-            yield numbered(inp.started())
+            if log is not None and lease.logged_first:
+                await log.written(started)
+            yield started
             # A thread its lock just created (no request_id whose earlier
             # attempt may have run on it) has no checkpoint to read.
             pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde,

@@ -140,6 +140,7 @@ class PostgresMemoryStore:
         expand: Expander | None = None,
         acquire_timeout_s: float | None = None,
         typo: bool = True,
+        trgm_threshold_set: bool = False,
         fingerprint: str | None = None,
     ) -> None:
         self._pool = pool
@@ -147,6 +148,10 @@ class PostgresMemoryStore:
         # function nlp did not name (tests' own), never recorded nor re-keyed.
         self._fingerprint = fingerprint or keys_fingerprint(keys)
         self._typo = typo  # second stage for unknown keys (memory.typo)
+        # Every connection of ``pool`` was opened with pg_trgm's threshold at
+        # THRESHOLD (connect() does so): the typo lookup is then one statement
+        # instead of BEGIN, SET LOCAL, the lookup and COMMIT — four round trips.
+        self._trgm_threshold_set = trgm_threshold_set
         self._expand = expand  # query-side only (memory.expansion); the index never sees it
         self._acquire_timeout = acquire_timeout_s
         self._budget = candidate_budget
@@ -181,6 +186,13 @@ class PostgresMemoryStore:
             # at 1M rows a GIN bitmap plan does, and 10-50 ms of compiling a
             # query that runs in 5 ms is exactly the p99 we must avoid.
             server_settings = {"jit": "off"}
+            if typo:
+                # The typo stage's threshold for pg_trgm's %, as a start-up
+                # parameter: the same on every connection of this pool for its
+                # whole life, so the lookup needs no SET (and RESET ALL, were
+                # it sent, restores exactly this value).  Accepted before
+                # pg_trgm is loaded: a dotted name is a placeholder until then.
+                server_settings["pg_trgm.similarity_threshold"] = str(float(THRESHOLD))
             if application_name:
                 server_settings["application_name"] = application_name
             pool = await asyncpg.create_pool(
@@ -193,7 +205,7 @@ class PostgresMemoryStore:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
         return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget,
                    expand=expand, acquire_timeout_s=acquire_timeout_s, typo=typo,
-                   fingerprint=fingerprint)
+                   trgm_threshold_set=typo, fingerprint=fingerprint)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
@@ -382,11 +394,16 @@ class PostgresMemoryStore:
     async def _corrections(self, conn: asyncpg.Connection, tenant: str, unknown: list[str],
                            have: set[str]) -> list[str]:
         """Vocabulary keys replacing the ``unknown`` ones (memory.typo), not already in ``have``."""
-        # pg_trgm's % reads its threshold from a setting: SET LOCAL keeps it to
-        # this transaction, so the pooled connection carries no session state.
-        async with conn.transaction():
-            await conn.execute(f"SET LOCAL pg_trgm.similarity_threshold = {float(THRESHOLD)}")
+        if self._trgm_threshold_set:
             found = await conn.fetch(SIMILAR_TERMS, tenant, unknown, CANDIDATES_PER_TERM)
+        else:
+            # A pool the caller made: pg_trgm's % reads its threshold from a
+            # setting, and SET LOCAL keeps it to this transaction, so the
+            # pooled connection carries no session state.
+            async with conn.transaction():
+                await conn.execute(
+                    f"SET LOCAL pg_trgm.similarity_threshold = {float(THRESHOLD)}")
+                found = await conn.fetch(SIMILAR_TERMS, tenant, unknown, CANDIDATES_PER_TERM)
         by_term: dict[str, list[tuple[str, int]]] = {}
         for term, lexeme, df in found:
             by_term.setdefault(term, []).append((lexeme, int(df)))

@@ -29,7 +29,7 @@ from majlis.config import settings_values
 from majlis.engine import ConversationEngine, EngineConfig
 from majlis.graph import GraphDeps, build_graph
 from majlis.limit_storage import Counters, DatabaseStorage, PostgresCounters, SqliteCounters
-from majlis.models import ChatModel, ModelConfig, OfflineResponder, OpenAICompatibleModel
+from majlis.models import ChatModel, ModelConfig, OfflineResponder
 from majlis.models.injection import CanaryGuard
 from majlis.persistence import Persistence, PoolOptions, open_postgres, open_sqlite
 from majlis.pg_budget import PoolBudget, application_name, split_budget
@@ -123,7 +123,7 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
         culture.ToneProfile, s, skip={"national_days", "hijri_offsets"}))
     config = model_config(settings, tenant, secrets)
     if model is None:
-        model = (CanaryGuard(OpenAICompatibleModel(config), CANARY) if config
+        model = (CanaryGuard(hosted_model(config), CANARY) if config
                  else OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
                                        dialect_cue=nlp.has_dialect_words))
     if webhooks is None:
@@ -138,6 +138,14 @@ def build_tenant(settings: Settings, tenant: TenantSettings | None = None, *,
                   # A model summarises the folded turns; the offline responder cannot.
                   compaction=CompactionPolicy.from_settings(
                       s, by_model=not isinstance(model, OfflineResponder)))
+
+
+def hosted_model(config: ModelConfig) -> ChatModel:
+    """The OpenAI-compatible client for ``config``, imported only when a model is set:
+    ``openai`` and ``langchain_openai`` are a third of a ``serve`` start-up otherwise."""
+    from majlis.models.openai_compat import OpenAICompatibleModel
+
+    return OpenAICompatibleModel(config)
 
 
 def handoff_webhook(settings: Settings, http: httpx.AsyncClient,

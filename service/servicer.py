@@ -26,6 +26,9 @@ from service.wire import Undecodable
 
 T = TypeVar("T")
 
+# How much earlier than the caller's deadline a turn gives up (see _timeout).
+_DEADLINE_MARGIN_S = 0.05
+
 
 async def detached(source: AsyncGenerator[Envelope, None],
                    held: set[asyncio.Task[None]]) -> AsyncGenerator[Envelope, None]:
@@ -78,8 +81,14 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
 
     @staticmethod
     def _timeout(context: grpc.aio.ServicerContext[Any, Any]) -> float | None:
+        # The turn ends a little before the caller's deadline, so that its lease
+        # is released and DEADLINE_EXCEEDED sent by the server before the
+        # client's own timer fires: a caller that retries at once finds the
+        # thread free instead of ABORTED "busy" (the release is a database write).
         remaining = context.time_remaining()
-        return remaining if remaining is not None and remaining < 1e8 else None
+        if remaining is None or remaining >= 1e8:
+            return None
+        return max(0.0, remaining - min(_DEADLINE_MARGIN_S, remaining * 0.1))
 
     # ------------------------------------------------------------- turns
     async def SendMessage(

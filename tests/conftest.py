@@ -11,14 +11,24 @@ its own. ``pytest -q`` alone still runs everything serially, in file order.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+# This machine's environment (like the Dockerfile's image) sets
+# PYTHONDONTWRITEBYTECODE=1. In a test run that made every xdist worker recompile
+# the sources and re-rewrite every test module (~4 CPU-s each), and every `serve`
+# or CLI subprocess recompile the server (~0.2 CPU-s, ~100 of them). The run
+# caches bytecode in the git-ignored __pycache__ folders instead: workers and
+# subprocesses, started after this line, inherit the environment.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Servers under test (in-process and `serve` subprocesses, which inherit this)
 # put their Prometheus endpoint on a free port: the default 127.0.0.1:9464 would
@@ -69,8 +79,8 @@ def shared_data() -> Path:
 
 
 # Under xdist, workers take tests in collection order, one scheduling unit at a
-# time (--dist loadgroup), so the slowest start first and the run does not end
-# with one worker alone on a 60 s outage. Each entry is a node-id prefix,
+# time (--dist loadgroup, tests/_xdist.py), so the slowest start first and the
+# run does not end with one worker alone on a 60 s outage. Each entry is a node-id prefix,
 # longest first (seconds from `--durations` on the 2-core machine); tests that
 # match none keep their file order after these. Serial runs are not reordered.
 SLOW_FIRST: tuple[str, ...] = (
@@ -91,6 +101,7 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/service/test_gc_cli.py::",  # serve processes (session 6)
     "tests/service/test_compaction.py::",
     "tests/service/test_pii_storage.py::",
+    "tests/service/test_wording_expectations.py::test_reply",  # two groups of ~150
     "tests/service/test_startup_errors.py::",
     "tests/service/test_security.py::",
     "tests/service/test_search_keys_setting.py::",
@@ -102,6 +113,27 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/service/test_model_outage.py::",
     "tests/service/test_pgbouncer.py::",
 )
+
+
+# Tests that must share one worker (tests/_xdist.py): (regex at the start of the
+# node id, group name). The PII corpus fixture is module-scoped and sends the
+# whole corpus through a server per store: one worker per store runs it once.
+XDIST_GROUPS: tuple[tuple[str, str], ...] = (
+    (r"tests/service/test_pii_storage\.py::test_corpus_\w+\[(sqlite|postgres)", r"pii-\1"),
+    # One server per store for the ~150 wording cases (a module-scoped fixture).
+    (r"tests/service/test_wording_expectations\.py::test_reply_\w+\[(sqlite|postgres)",
+     r"wording-\1"),
+)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: tests/_xdist.py's scheduler (groups by XDIST_GROUPS)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests._xdist import GroupedScheduling
+
+    return GroupedScheduling(config, log, XDIST_GROUPS)
 
 
 def _slow_rank(nodeid: str) -> int:

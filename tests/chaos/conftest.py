@@ -109,7 +109,10 @@ class ServeProcess:
         self.target = ""
 
     def start(self) -> str:
-        env = {**os.environ, **self._env}
+        # One process unless the test asks for more: without it `serve` starts a
+        # supervisor and a worker per CPU (tests/service/test_workers.py tests those),
+        # three processes' start-up CPU here, and kill()/stop() signal the whole group.
+        env = {**os.environ, "DIWANIYA_WORKERS": "1", **self._env}
         if "DATABASE_URL" not in self._env:  # SQLite: never inherit a database from the shell
             env.pop("DATABASE_URL", None)
             env.pop("DIWANIYA_DATABASE_URL", None)

@@ -12,13 +12,13 @@ from majlis.models import (
     ChatMessage,
     ModelConfig,
     ModelRequest,
-    OpenAICompatibleModel,
     ResponderContext,
     TextChunk,
     ToolCallRequest,
     ToolSpec,
     UsageReport,
 )
+from majlis.models.openai_compat import OpenAICompatibleModel
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 
 ORDER_TOOL = ToolSpec(

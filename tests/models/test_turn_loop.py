@@ -24,11 +24,11 @@ from majlis.models import (
     ChatMessage,
     ModelConfig,
     ModelRequest,
-    OpenAICompatibleModel,
     Pricing,
     ResponderContext,
     ToolSpec,
 )
+from majlis.models.openai_compat import OpenAICompatibleModel
 from majlis.tools import (
     FALLBACK_REPLY,
     Tool,

@@ -385,6 +385,8 @@ def corpus_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     return run
 
 
+# Under xdist the tests reading corpus_run share one worker per store
+# (tests/conftest.py XDIST_GROUPS), so the corpus is sent once per store.
 @pytest.mark.parametrize("i", range(len(VALID)),
                          ids=[f"{c.kind}-{c.detail}-{c.country}-{n}" for n, c in enumerate(VALID)])
 def test_corpus_value_is_held_nowhere(corpus_run: CorpusRun, i: int) -> None:

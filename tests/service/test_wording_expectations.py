@@ -5,6 +5,10 @@ sign off (each reply must contain one of the listed fragments and none of the
 forbidden ones). The table is written by hand from the issue's review, not
 derived from the phrase data: it checks the data, so it must not come from it.
 
+One server per store serves every case (module-scoped, on the module's own
+event loop): each case is a new user's first message on a new thread, so it
+reads nothing another case wrote — what it needed a server of its own for.
+
 Genders come from the customer's own words in the same message («انا مبسوطة»):
 ``None`` adds nothing (gender unknown → neutral wording), "m" adds a masculine
 self-description, "f" a feminine one.
@@ -13,13 +17,18 @@ self-description, "f" a feminine one.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from diwaniya.v1 import conversations_pb2 as pb
-from tests.service.conftest import collect
+from majlis.culture import FixedClock
+from service import DiwaniyaClient, Settings, build_app
+from tests.service.conftest import DEFAULT_TIME, collect
 
 RUN = uuid.uuid4().hex[:8]
 # 20 March 2026, 09:00 in the Gulf: Eid al-Fitr 1447, and a Friday.
@@ -212,16 +221,36 @@ def test_the_table_is_large_enough() -> None:
                      "seasonal"}
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["sqlite", "postgres"])
+async def wording_client(request: pytest.FixtureRequest,
+                         tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DiwaniyaClient]:
+    """A started server on the store (the same settings as run_service) and its client."""
+    data_dir: Path = tmp_path_factory.mktemp(f"wording-{request.param}") / "data"
+    values: dict[str, Any] = {"data_dir": data_dir, "listen": "127.0.0.1:0", "drain_grace_s": 5.0}
+    if request.param == "postgres":
+        values["database_url"] = request.getfixturevalue("pg_dsn")
+    app = await build_app(Settings(**values), clock=FixedClock(DEFAULT_TIME))
+    server = app.server()
+    await server.start()
+    client = DiwaniyaClient(f"127.0.0.1:{server.port}")
+    try:
+        yield client
+    finally:
+        await client.close()
+        await server.drain(0, delay=0)
+        await app.close()
+
+
+@pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize(("region", "country", "kind", "text", "gender", "ok", "eid"), CASES)
 async def test_reply_is_what_a_support_team_would_say(
-    run_service, region: str, country: str, kind: str, text: str, gender: str | None,
-    ok: tuple[str, ...], eid: bool,
+    wording_client: DiwaniyaClient, region: str, country: str, kind: str, text: str,
+    gender: str | None, ok: tuple[str, ...], eid: bool,
 ) -> None:
-    async with run_service() as svc:
-        events = await collect(svc.client.send(
-            text, user_id=f"wording-{RUN}-{uuid.uuid4().hex[:6]}", country=country,
-            register=MSA if region == "msa" else DIALECT,
-            client_time=EID if eid else None))
+    events = await collect(wording_client.send(
+        text, user_id=f"wording-{RUN}-{uuid.uuid4().hex[:6]}", country=country,
+        register=MSA if region == "msa" else DIALECT,
+        client_time=EID if eid else None))
     done = events[-1].turn_completed
     reply = done.text
     assert any(fragment in reply for fragment in ok), reply
