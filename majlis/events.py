@@ -113,8 +113,10 @@ class TurnCompleted:
 @dataclass(frozen=True, slots=True)
 class Queued:
     """The turn waits for capacity: ``thread_busy`` (another turn runs on the
-    thread) or ``lock_pool`` (every lock connection holds a running turn).
-    Sent before ``turn_started``, with ``seq`` 0 and no ``turn_id`` yet."""
+    thread) or ``lock_pool`` (no lock connection is free: all hold running turns,
+    or the pool is still opening one). Said at once when the wait is certain, else
+    once the wait has lasted ``majlis.threads.QUEUED_AFTER_S``; at most once per
+    reason. Sent before ``turn_started``, with ``seq`` 0 and no ``turn_id`` yet."""
 
     reason: str = ""
     position: int = 0

@@ -1,10 +1,11 @@
 """Entering a thread lock without leaving the client in silence.
 
 A turn may have to wait for its thread's lock: another turn runs on the thread
-(policy ``enqueue``), or every lock connection holds a running turn. The lock
-reports such a wait through its ``on_wait`` callback; :class:`EnteringLock`
-enters the lock in a task of its own so that the turn's event stream can say
-``queued`` at once, while it waits, instead of after the wait.
+(policy ``enqueue``), or no lock connection is free yet (all hold running
+turns, or the pool is still opening one). The lock reports such a wait through
+its ``on_wait`` callback, once per reason (``majlis.threads.WaitSignal``);
+:class:`EnteringLock` enters the lock in a task of its own so that the turn's
+event stream can say ``queued`` at once, while it waits, instead of after it.
 
 >>> lock = EnteringLock(lambda on_wait: store.lock("t1", policy="enqueue",  # doctest: +SKIP
 ...                                               wait_s=30, on_wait=on_wait))

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -38,6 +38,14 @@ Policy = Literal["reject", "enqueue"]
 # Called by a lock that has to wait: (reason, position), e.g. ("thread_busy", 2) —
 # the engine turns it into an early ``queued`` event so a waiting client hears something.
 OnWait = Callable[[str, int], None]
+
+# A lock that has not got its connection (``lock_pool``) or its thread
+# (``thread_busy``) this long after asking says ``queued`` (docs/api.md), whatever
+# the pool's size: a pool that is still opening connections makes a turn wait as
+# surely as a full one. Long enough that a free connection or lock (a few ms)
+# never says it, short enough to be "at once" to a client. Not a setting: it
+# changes no outcome, only how soon a wait is told.
+QUEUED_AFTER_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,3 +257,37 @@ async def acquire_polling(
         await asyncio.sleep(min(interval_s, max(0.0, wait_s - waited)))
         interval_s = min(interval_s * 1.5, 0.5)
 
+
+
+class WaitSignal:
+    """Tells ``on_wait`` that a lock waits, at most once per reason (``queued`` is said once).
+
+    Called directly when the wait is certain (a full pool, a failed lock try), and
+    armed by :meth:`stage` around a step that may wait: the signal fires if the
+    step has not finished ``after_s`` later, from the event loop while the step
+    is still blocked, so the client hears it during the wait, not after it.
+    """
+
+    def __init__(self, on_wait: OnWait | None, *, after_s: float = QUEUED_AFTER_S) -> None:
+        self._on_wait = on_wait
+        self._after_s = after_s
+        self._told: set[str] = set()
+
+    def __call__(self, reason: str, position: int) -> None:
+        if self._on_wait is None or reason in self._told:
+            return
+        self._told.add(reason)
+        self._on_wait(reason, position)
+
+    @contextmanager
+    def stage(self, reason: str, position: Callable[[], int]) -> Iterator[None]:
+        """Signal ``reason`` if the body is still running after ``after_s``."""
+        if self._on_wait is None or reason in self._told:
+            yield
+            return
+        timer = asyncio.get_running_loop().call_later(
+            self._after_s, lambda: self(reason, position()))
+        try:
+            yield
+        finally:
+            timer.cancel()

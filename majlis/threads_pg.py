@@ -39,6 +39,7 @@ from majlis.threads import (
     ThreadRow,
     TurnCommit,
     WaiterCounter,
+    WaitSignal,
     acquire_polling,
 )
 from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
@@ -159,7 +160,6 @@ def _logging_first(sql: str) -> str:
     head, sep, tail = sql.rpartition(_LOCK_SELECT)
     assert sep, "every lock statement ends in its SELECT of l.got"
     return head + _LOG_FIRST + sep + tail
-
 
 
 class _Fenced(Exception):
@@ -399,12 +399,14 @@ class PostgresThreadStore:
                    create: ThreadRow | None = None,
                    owner: tuple[str, str] | None = None,
                    log_row: Sequence[object] | None = None) -> AsyncIterator[Lease]:
+        signal = WaitSignal(on_wait)  # one ``queued`` per reason, however it is found
         async with self._waiters.waiting(thread_id, policy=policy):
-            if on_wait is not None and self._lock_pool_full():
-                # Every lock connection holds a running turn: say so now, not
-                # after the checkout timeout.
-                on_wait("lock_pool", self._lock_pool.get_stats().get("requests_waiting", 0) + 1)
-            with translate_store_errors(self._lock_pool):
+            full, queue = self._lock_queue()
+            if full:  # every lock connection holds a running turn: a certain wait, said now
+                signal("lock_pool", queue + 1)
+            # Else said if the connection (idle, or still opening) is QUEUED_AFTER_S late.
+            with translate_store_errors(self._lock_pool), signal.stage(
+                    "lock_pool", lambda: max(1, self._lock_queue()[1])):
                 conn = await self._lock_pool.getconn()
             self._held += 1
             self._idle.clear()
@@ -451,7 +453,7 @@ class PostgresThreadStore:
                     # holder that lost its session without noticing can no longer
                     # commit (see commit_turn).
                     await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
-                                          on_wait=on_wait,
+                                          on_wait=signal,
                                           position=lambda: self._waiters.position(thread_id))
                     yield Lease(thread_id, epoch[-1], logged_first=log_row is not None)
                 finally:
@@ -480,10 +482,11 @@ class PostgresThreadStore:
                 if not self._held:
                     self._idle.set()
 
-    def _lock_pool_full(self) -> bool:
-        stats = self._lock_pool.get_stats()
-        return (stats.get("pool_size", 0) >= self._lock_pool.max_size
-                and stats.get("pool_available", 0) == 0)
+    def _lock_queue(self) -> tuple[bool, int]:
+        """(the lock pool is at its size limit with no idle connection, turns queued on it)."""
+        s = self._lock_pool.get_stats()
+        full = s.get("pool_size", 0) >= self._lock_pool.max_size and not s.get("pool_available")
+        return full, int(s.get("requests_waiting", 0))
 
     async def ping(self) -> None:
         with translate_store_errors(self._pool):
