@@ -8,6 +8,8 @@ needs a subprocess test (see test_cli.py).
 
 from __future__ import annotations
 
+import asyncio
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -32,5 +34,23 @@ def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
             m.setenv(name, value)
         capsys.readouterr()  # drop anything printed before
         code = main(list(argv))
+        out, err = capsys.readouterr()
+    return CliRun(code, out, err)
+
+
+async def run_cli_in_thread(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                            environ: dict[str, str], *argv: str) -> CliRun:
+    """``main(argv)`` with exactly ``environ`` as the environment, from an async test.
+
+    In a thread: ``main`` runs its own ``asyncio.run``, beside the test's loop
+    (where the server under test may be serving it).
+    """
+    with monkeypatch.context() as m:
+        for name in set(os.environ) - set(environ):
+            m.delenv(name)
+        for name, value in environ.items():
+            m.setenv(name, value)
+        capsys.readouterr()  # drop anything printed before
+        code = await asyncio.to_thread(main, list(argv))
         out, err = capsys.readouterr()
     return CliRun(code, out, err)

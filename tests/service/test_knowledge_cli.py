@@ -13,13 +13,13 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from service.cli import main
+from tests.service._cli import run_cli_in_thread
 
 REFUNDS = """# سياسة الاسترجاع
 
@@ -46,23 +46,15 @@ async def _kb(env: dict[str, str], *args: str) -> tuple[int, list[Any], str, lis
     return probe["exit"], [json.loads(x) for x in lines[:-1]], err.decode(), probe["heavy"]
 
 
-class _InProcess:
+def _in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                env: dict[str, str]) -> Callable[..., Awaitable[tuple[int, list[Any], str]]]:
     """``diwaniya kb …`` through ``main(argv)``: exit status, JSON lines out, stderr."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                 env: dict[str, str]) -> None:
-        self._monkeypatch, self._capsys, self._env = monkeypatch, capsys, env
+    async def kb(*args: str) -> tuple[int, list[Any], str]:
+        done = await run_cli_in_thread(monkeypatch, capsys, env, "kb", *args)
+        return done.returncode, [json.loads(x) for x in done.stdout.splitlines()], done.stderr
 
-    async def __call__(self, *args: str) -> tuple[int, list[Any], str]:
-        with self._monkeypatch.context() as m:
-            for name in set(os.environ) - set(self._env):
-                m.delenv(name)
-            for name, value in self._env.items():
-                m.setenv(name, value)
-            self._capsys.readouterr()  # drop anything printed before
-            code = await asyncio.to_thread(main, ["kb", *args])
-            out, err = self._capsys.readouterr()
-        return code, [json.loads(x) for x in out.splitlines()], err
+    return kb
 
 
 async def test_kb_cli_talks_to_the_server_with_the_tenants_key(
@@ -84,7 +76,7 @@ async def test_kb_cli_talks_to_the_server_with_the_tenants_key(
         assert out == [{"documents": 1, "chunks": out[0]["chunks"], "doc_ids": ["refunds.md"]}]
         assert heavy == []  # the client path never loads the conversation graph
 
-        kb = _InProcess(monkeypatch, capsys, env)
+        kb = _in_process(monkeypatch, capsys, env)
         code, out, err = await kb("search", *target, "كم يوم عندي لإرجاع المنتج؟")
         assert code == 0 and out[0]["doc_id"] == "refunds.md" and "[[إرجاع]]" in out[0]["snippet"]
         code, out, _ = await kb("search", *target, "--api-key", key_b, "إرجاع المنتج")
