@@ -38,6 +38,17 @@ def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     return CliRun(code, out, err)
 
 
+def run_cli_with_environ(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                         environ: dict[str, str], *argv: str) -> CliRun:
+    """``main(argv)`` with exactly ``environ`` as the environment (as a subprocess's ``env=``)."""
+    with monkeypatch.context() as m:
+        _set_environ(m, environ)
+        capsys.readouterr()  # drop anything printed before
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+    return CliRun(code, out, err)
+
+
 async def run_cli_in_thread(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                             environ: dict[str, str], *argv: str) -> CliRun:
     """``main(argv)`` with exactly ``environ`` as the environment, from an async test.
@@ -46,11 +57,15 @@ async def run_cli_in_thread(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     (where the server under test may be serving it).
     """
     with monkeypatch.context() as m:
-        for name in set(os.environ) - set(environ):
-            m.delenv(name)
-        for name, value in environ.items():
-            m.setenv(name, value)
+        _set_environ(m, environ)
         capsys.readouterr()  # drop anything printed before
         code = await asyncio.to_thread(main, list(argv))
         out, err = capsys.readouterr()
     return CliRun(code, out, err)
+
+
+def _set_environ(m: pytest.MonkeyPatch, environ: dict[str, str]) -> None:
+    for name in set(os.environ) - set(environ):
+        m.delenv(name)
+    for name, value in environ.items():
+        m.setenv(name, value)
