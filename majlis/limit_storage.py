@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiosqlite
 from limits.aio.storage import Storage
-from psycopg.rows import tuple_row
-from psycopg_pool import AsyncConnectionPool
+
+if TYPE_CHECKING:  # psycopg is imported only on the PostgreSQL path (PostgresCounters)
+    from psycopg_pool import AsyncConnectionPool
 
 PG_TABLE = "diwaniya_limit_counters"
 
@@ -84,7 +85,11 @@ class PostgresCounters:
     """Counters in ``diwaniya_limit_counters`` on the service's psycopg pool."""
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        # Here, not at module level: the SQLite default never loads psycopg.
+        from psycopg.rows import tuple_row
+
         self._pool = pool
+        self._tuples = tuple_row
 
     async def migrate(self) -> None:
         # Replicas start together: serialise CREATE TABLE IF NOT EXISTS, which
@@ -95,7 +100,7 @@ class PostgresCounters:
 
     async def incr(self, key: str, expiry_s: int, amount: int) -> tuple[int, float]:
         async with self._pool.connection() as conn:
-            cur = await conn.cursor(row_factory=tuple_row).execute(
+            cur = await conn.cursor(row_factory=self._tuples).execute(
                 _PG_INCR, {"key": key, "amount": amount, "expiry": expiry_s})
             row = await cur.fetchone()
         assert row is not None  # an upsert with RETURNING always returns its row
@@ -103,7 +108,7 @@ class PostgresCounters:
 
     async def get(self, key: str) -> tuple[int, float]:
         async with self._pool.connection() as conn:
-            cur = await conn.cursor(row_factory=tuple_row).execute(_PG_GET, {"key": key})
+            cur = await conn.cursor(row_factory=self._tuples).execute(_PG_GET, {"key": key})
             row = await cur.fetchone()
         return (int(row[0]), float(row[1])) if row else (0, time.time())
 
@@ -123,7 +128,7 @@ class PostgresCounters:
 
     async def expired(self) -> int:
         async with self._pool.connection() as conn:
-            cur = await conn.cursor(row_factory=tuple_row).execute(
+            cur = await conn.cursor(row_factory=self._tuples).execute(
                 f"SELECT count(*) FROM {PG_TABLE} WHERE expires_at <= clock_timestamp()")
             row = await cur.fetchone()
         return int(row[0]) if row else 0

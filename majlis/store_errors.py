@@ -10,13 +10,14 @@ not broken), never a driver exception that would surface as INTERNAL.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from types import TracebackType
-from typing import Any, Literal
-
-import psycopg
-from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
+from typing import TYPE_CHECKING, Any, Literal
 
 from diwaniya.errors import DiwaniyaError, ResourceExhausted, StoreUnavailable
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
 
 RETRY_AFTER_S = 1.0
 
@@ -34,11 +35,21 @@ def store_error(exc: BaseException, pool: AsyncConnectionPool[Any] | None = None
     connection open and in use (busy, not broken); otherwise the database is
     taken to be down.
 
+    >>> from psycopg_pool import PoolTimeout
     >>> store_error(PoolTimeout("couldn't get a connection after 2.00 sec")).retry_after_s
     1.0
     """
     if isinstance(exc, DiwaniyaError) or not isinstance(exc, Exception):
         return None
+    # No psycopg exception can exist before psycopg is imported, and the SQLite
+    # default never imports it: check its classes only once it is loaded.
+    if "psycopg" not in sys.modules:
+        if isinstance(exc, (OSError, sqlite3.OperationalError)):
+            return StoreUnavailable(_DOWN.format(detail=_short(exc)), retry_after_s=retry_after_s)
+        return None
+    import psycopg
+    from psycopg_pool import PoolClosed, PoolTimeout, TooManyRequests
+
     if isinstance(exc, TooManyRequests):
         return ResourceExhausted(
             "too many calls are waiting for a database connection; retry in a moment",

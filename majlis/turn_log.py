@@ -36,12 +36,14 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiosqlite
-from psycopg_pool import AsyncConnectionPool
 
 from majlis.events import Envelope, TurnCompleted, TurnError, event_from_dict, event_to_dict
+
+if TYPE_CHECKING:  # psycopg is imported only on the PostgreSQL path (majlis.persistence_pg)
+    from psycopg_pool import AsyncConnectionPool
 
 PG_DDL = """
 CREATE TABLE IF NOT EXISTS diwaniya_turn_events (

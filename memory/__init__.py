@@ -13,16 +13,29 @@ original text is kept for display.
 '[[اسمي]] محمد'
 """
 
+from typing import TYPE_CHECKING, Any
+
 from memory.chunking import Chunk, chunk_document
 from memory.factory import open_store
 from memory.facts import ExtractedFact, FactExtractor, RuleFactExtractor
 from memory.kb import IngestReport, ingest_files
-from memory.postgres_store import PostgresMemoryStore
 from memory.recall import RecallResult, recall, remember
 from memory.records import Kind, MemoryRecord, NewRecord, SearchHit
 from memory.sqlite_store import SqliteMemoryStore
 from memory.store import MemoryStore
 from memory.terms import KeyFunction
+
+if TYPE_CHECKING:
+    from memory.postgres_store import PostgresMemoryStore
+
+
+def __getattr__(name: str) -> Any:
+    """``memory.PostgresMemoryStore`` on first use: the SQLite default never loads asyncpg."""
+    if name == "PostgresMemoryStore":
+        from memory.postgres_store import PostgresMemoryStore
+
+        return PostgresMemoryStore
+    raise AttributeError(f"module 'memory' has no attribute {name!r}")
 
 __all__ = [
     "Chunk",

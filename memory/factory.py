@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.expansion import Expander
-from memory.postgres_store import PostgresMemoryStore
 from memory.sqlite_store import SqliteMemoryStore
 from memory.store import MemoryStore
 from nlp.bridge import dialect_to_msa
@@ -46,6 +45,9 @@ async def open_store(
     expander = expand or (dialect_to_msa if bridge else None)
     store: MemoryStore
     if database_url:
+        # Imported here: the SQLite default never loads asyncpg.
+        from memory.postgres_store import PostgresMemoryStore
+
         store = await PostgresMemoryStore.connect(
             _asyncpg_dsn(database_url), keys=keys, expand=expander, max_size=pool_max,
             connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s,

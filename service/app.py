@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -285,6 +287,19 @@ async def open_memory(settings: Settings, keys: KeyFunction) -> MemoryStore:
     )
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The verifying TLS context of every app's HTTP client (models, webhooks), one per process.
+
+    httpx builds one per client by default (certifi's bundle: ~20 ms CPU), and
+    a process that builds several apps (the test suite) paid it each time. The
+    same default, made once: ``httpx.create_ssl_context()`` (SSL_CERT_FILE /
+    SSL_CERT_DIR honoured, as the client's own ``trust_env`` does); a context
+    is not changed after it is made, so clients may share it.
+    """
+    return httpx.create_ssl_context()
+
+
 async def build_app(
     settings: Settings, *, clock: culture.Clock | None = None, model: ChatModel | None = None,
     webhooks: list[WebhookToolConfig] | None = None, telemetry: Telemetry | None = None,
@@ -307,7 +322,7 @@ async def build_app(
         stack.push_async_callback(persistence.close)
         store = await open_memory(settings, keys)
         stack.push_async_callback(store.close)
-        http = await stack.enter_async_context(httpx.AsyncClient())
+        http = await stack.enter_async_context(httpx.AsyncClient(verify=_tls_context()))
         budgets = await open_budgets(settings, persistence)
         if budgets is not None:
             stack.push_async_callback(budgets.storage.counters.close)

@@ -105,6 +105,7 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/service/test_startup_errors.py::",
     "tests/service/test_security.py::",
     "tests/service/test_search_keys_setting.py::",
+    "tests/service/test_lazy_drivers.py::",  # two fresh interpreters
     "tests/chaos/",
     "tests/memory/test_memory_terms.py::test_query_terms_are_bounded_word_runs",
     "tests/test_deploy.py::",

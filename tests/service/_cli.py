@@ -8,6 +8,8 @@ needs a subprocess test (see test_cli.py).
 
 from __future__ import annotations
 
+import asyncio
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -34,3 +36,36 @@ def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         code = main(list(argv))
         out, err = capsys.readouterr()
     return CliRun(code, out, err)
+
+
+def run_cli_with_environ(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                         environ: dict[str, str], *argv: str) -> CliRun:
+    """``main(argv)`` with exactly ``environ`` as the environment (as a subprocess's ``env=``)."""
+    with monkeypatch.context() as m:
+        _set_environ(m, environ)
+        capsys.readouterr()  # drop anything printed before
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+    return CliRun(code, out, err)
+
+
+async def run_cli_in_thread(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                            environ: dict[str, str], *argv: str) -> CliRun:
+    """``main(argv)`` with exactly ``environ`` as the environment, from an async test.
+
+    In a thread: ``main`` runs its own ``asyncio.run``, beside the test's loop
+    (where the server under test may be serving it).
+    """
+    with monkeypatch.context() as m:
+        _set_environ(m, environ)
+        capsys.readouterr()  # drop anything printed before
+        code = await asyncio.to_thread(main, list(argv))
+        out, err = capsys.readouterr()
+    return CliRun(code, out, err)
+
+
+def _set_environ(m: pytest.MonkeyPatch, environ: dict[str, str]) -> None:
+    for name in set(os.environ) - set(environ):
+        m.delenv(name)
+    for name, value in environ.items():
+        m.setenv(name, value)

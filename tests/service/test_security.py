@@ -27,6 +27,7 @@ from service import DiwaniyaClient, Settings, build_app
 from service.auth import ApiKeyAuth, check_exposure, hash_key
 from service.client import ClientTls
 from tests.service._certs import TestCA
+from tests.service._cli import run_cli_in_thread
 from tests.service.conftest import collect
 
 
@@ -190,20 +191,21 @@ async def test_mtls_rejects_a_client_without_a_certificate(run_service, tmp_path
                 assert err.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
-async def test_cli_thread_command_speaks_mtls(run_service, tmp_path: Path) -> None:
+async def test_cli_thread_command_speaks_mtls(run_service, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # main() in-process, as the console script calls it (python -m service chat
+    # in a fresh interpreter: tests/client/test_chat_cli.py).
     ca = TestCA(tmp_path)
     srv, cli = ca.server(), ca.client()
     async with run_service(tls_cert_file=srv.cert, tls_key_file=srv.key,
                            tls_client_ca_file=ca.cert, tls_require_client_cert=True) as svc:
-        base = [sys.executable, "-m", "service", "chat", "--once", "السلام عليكم", "--json",
-                "--user", "sec-cli", "--target", svc.target]
+        base = ["chat", "--once", "السلام عليكم", "--json", "--user", "sec-cli",
+                "--target", svc.target]
 
         async def run(*flags: str) -> tuple[int, str]:
-            proc = await asyncio.create_subprocess_exec(
-                *base, *flags, env=_env(tmp_path), cwd=REPO,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            out, err = await asyncio.wait_for(proc.communicate(), 120)
-            return proc.returncode or 0, out.decode() + err.decode()
+            done = await run_cli_in_thread(monkeypatch, capsys, _env(tmp_path), *base, *flags)
+            return done.returncode, done.stdout + done.stderr
 
         code, out = await run("--tls-ca", str(ca.cert), "--tls-cert", str(cli.cert),
                               "--tls-key", str(cli.key))
@@ -213,19 +215,18 @@ async def test_cli_thread_command_speaks_mtls(run_service, tmp_path: Path) -> No
         assert code != 0 and "UNAVAILABLE" in out
 
 
-async def test_cli_kb_command_speaks_mtls(run_service, tmp_path: Path) -> None:
+async def test_cli_kb_command_speaks_mtls(run_service, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     ca = TestCA(tmp_path)
     srv, cli = ca.server(), ca.client()
     async with run_service(tls_cert_file=srv.cert, tls_key_file=srv.key,
                            tls_client_ca_file=ca.cert, tls_require_client_cert=True) as svc:
-        base = [sys.executable, "-m", "service", "kb", "list", "--target", svc.target]
+        base = ["kb", "list", "--target", svc.target]
 
         async def run(*flags: str) -> tuple[int, str]:
-            proc = await asyncio.create_subprocess_exec(
-                *base, *flags, env=_env(tmp_path), cwd=REPO,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            out, err = await asyncio.wait_for(proc.communicate(), 120)
-            return proc.returncode or 0, out.decode() + err.decode()
+            done = await run_cli_in_thread(monkeypatch, capsys, _env(tmp_path), *base, *flags)
+            return done.returncode, done.stdout + done.stderr
 
         code, out = await run("--tls-ca", str(ca.cert), "--tls-cert", str(cli.cert),
                               "--tls-key", str(cli.key))

@@ -1,9 +1,11 @@
 """Start-up failures: one clear line on stderr, exit status 2, nothing left running.
 
-Each settings error runs the real ``diwaniya`` entry point in a subprocess
-(only the settings module is imported before the check, so these take about
-a second each); a failure inside ``build_app`` is shown both in a subprocess
-and in-process, where the threads it opened must all be gone afterwards.
+Each settings error runs the CLI's own ``main`` in this process with the
+same environment (the check is in ``main``, before anything is opened; a
+subprocess each cost about a CPU-second, issue #12); the real entry point in a
+subprocess still shows a failure inside ``build_app``, a port in use and the
+unknown-variable warning. A ``build_app`` failure is also shown in-process,
+where the threads it opened must all be gone afterwards.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import socket
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from diwaniya.errors import ConfigurationError
 from service import Settings, build_app
+from service.cli import main
 from service.settings import env_names, unknown_variables
 
 
@@ -37,6 +41,28 @@ def _run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProces
     return subprocess.run([sys.executable, "-m", "service", *args], capture_output=True,
                           text=True, env=_env(tmp_path, **extra), timeout=120,
                           cwd=Path(__file__).resolve().parents[2])
+
+
+def _run_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              capsys: pytest.CaptureFixture[str], *args: str,
+              **extra: str) -> subprocess.CompletedProcess[str]:
+    """``main(args)`` in this process with ``_env``'s environment, as a CompletedProcess.
+
+    In a thread with a deadline: a settings error that stopped being caught
+    would start a server and never return, so that fails instead of hanging.
+    An exception escaping ``main`` fails the test as a traceback would.
+    """
+    env = _env(tmp_path, **extra)
+    with monkeypatch.context() as m:
+        for name in set(os.environ) - set(env):
+            m.delenv(name)
+        for name, value in env.items():
+            m.setenv(name, value)
+        capsys.readouterr()  # drop anything printed before
+        with ThreadPoolExecutor(1) as pool:
+            code = pool.submit(main, list(args)).result(timeout=120)
+        out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["diwaniya", *args], code, out, err)
 
 
 def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -69,16 +95,19 @@ def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
      "DIWANIYA_SETTINGS_FILE: '/nonexistent/diwaniya.env' is not a file"),
 ])
 def test_every_settings_error_is_one_line_and_status_2(
-    tmp_path: Path, variable: str, value: str, expected: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    variable: str, value: str, expected: str
 ) -> None:
-    line = _one_line(_run(tmp_path, "serve", **{variable: value}))
+    line = _one_line(_run_here(tmp_path, monkeypatch, capsys, "serve", **{variable: value}))
     assert expected in line
     assert "pw@" not in line  # a database password is never echoed
 
 
-def test_several_bad_values_are_named_on_the_same_line(tmp_path: Path) -> None:
-    line = _one_line(_run(tmp_path, "migrate", DIWANIYA_MODEL_TIMEOUT_S="0",
-                          DIWANIYA_LOG_LEVEL="chatty"))
+def test_several_bad_values_are_named_on_the_same_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _one_line(_run_here(tmp_path, monkeypatch, capsys, "migrate",
+                               DIWANIYA_MODEL_TIMEOUT_S="0", DIWANIYA_LOG_LEVEL="chatty"))
     assert "DIWANIYA_MODEL_TIMEOUT_S" in line and "DIWANIYA_LOG_LEVEL" in line
 
 

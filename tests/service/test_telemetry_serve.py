@@ -28,6 +28,7 @@ from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from service.telemetry import exporter_choice, resource_from
 from tests.fakes._http import LocalHTTPServer, RecordedRequest
+from tests.service._cli import run_cli_with_environ
 
 CANARY = f"CANARY{uuid.uuid4().hex[:10]}"
 SECRET_AR = "الزرافة البنفسجية ترقص فوق سطح المكتبة"
@@ -161,11 +162,12 @@ def test_service_name_defaults_to_diwaniya_unless_named(monkeypatch: pytest.Monk
     ("DIWANIYA_LOG_FORMAT", "xml", "DIWANIYA_LOG_FORMAT"),
 ])
 def test_bad_telemetry_settings_exit_2_with_one_line(
-        tmp_path: Path, variable: str, value: str, message: str) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        variable: str, value: str, message: str) -> None:
+    # main() in-process, as the console script calls it: the check is main's.
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIWANIYA_")}
     env.update({"DIWANIYA_DATA_DIR": str(tmp_path), variable: value})
-    done = subprocess.run([sys.executable, "-m", "service", "migrate"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = run_cli_with_environ(monkeypatch, capsys, env, "migrate")
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 

@@ -1,0 +1,186 @@
+"""The PostgreSQL half of majlis.persistence: pools, the pooling check, migrations.
+
+Imported only when ``DATABASE_URL`` is set (through the wrappers in
+majlis.persistence), so the SQLite default never loads psycopg, psycopg-pool
+or LangGraph's PostgreSQL saver (≈0.15 CPU-s of every process start).
+The module docstring of majlis.persistence explains the pool timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from typing import Any
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from diwaniya.errors import ConfigurationError, Unavailable
+from majlis.fence import DeferredSaver
+from majlis.limit_storage import PG_DDL as LIMITS_DDL
+from majlis.persistence import IDLE_CHECK_S, Persistence, PoolOptions, checkpoint_serde
+from majlis.retention import RetentionPolicy
+from majlis.threads_pg import PostgresThreadStore
+from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
+from majlis.turn_log import PG_DDL as TURN_EVENTS_DDL
+from majlis.turn_log import PostgresTurnEvents, TurnLog
+
+_handed_out_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
+    weakref.WeakKeyDictionary())
+
+
+async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
+    """The pool's checkout check, skipped for connections handed out within IDLE_CHECK_S.
+
+    ``check_connection`` on every checkout cost six round trips per turn. A
+    connection that idled longer (the ones a database restart leaves dead) is
+    still checked; a busy one that broke fails its query and the pool discards
+    it when it comes back. (Timed at checkout, not with the pool's ``reset``
+    hook: with a reset hook psycopg returns every connection through a
+    background task, which costs more than the check.)
+    """
+    now = time.monotonic()
+    last = _handed_out_at.get(conn)
+    _handed_out_at[conn] = now
+    if last is not None and now - last < IDLE_CHECK_S and not conn.broken:
+        return
+    await AsyncConnectionPool.check_connection(conn)
+
+
+async def _configure(conn: AsyncConnection[Any]) -> None:
+    await conn.set_autocommit(True)
+
+
+async def check_session_pooling(dsn: str, *, application_name: str | None = None,
+                                connect_timeout: int = 3) -> None:
+    """Refuse a transaction- or statement-pooling PgBouncer in front of PostgreSQL.
+
+    The thread locks are *session* advisory locks held across a whole turn,
+    and asyncpg caches prepared statements per session: both need one server
+    session per client connection (PgBouncer ``pool_mode = session``, the
+    CloudNativePG ``Pooler`` with ``poolMode: session``).
+
+    Detection: two client connections open at the same time. Directly on
+    PostgreSQL, and behind session pooling, each has a backend of its own;
+    behind transaction pooling the second is handed the server connection the
+    first just released (PgBouncer reuses the most recent one), so both report
+    the same ``pg_backend_pid()``. Tried a few times; raises
+    :class:`ConfigurationError` (exit 2 at startup) with what to change.
+    """
+    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None,
+                              "connect_timeout": connect_timeout}
+    if application_name:
+        kwargs["application_name"] = application_name
+    async with await AsyncConnection.connect(dsn, **kwargs) as a, \
+            await AsyncConnection.connect(dsn, **kwargs) as b:
+        for _ in range(3):
+            pids = []
+            for conn in (a, b):
+                cur = await conn.execute("SELECT pg_backend_pid()")
+                row = await cur.fetchone()
+                pids.append(row[0] if row else None)
+            if pids[0] == pids[1]:
+                raise ConfigurationError(
+                    "DATABASE_URL reaches PostgreSQL through a pooler in transaction or "
+                    f"statement mode (two open connections share backend {pids[0]}): the "
+                    "thread locks are session advisory locks, so set pool_mode=session "
+                    "(CloudNativePG Pooler: poolMode: session) or connect directly")
+
+
+async def migrate_postgres(
+    dsn: str, *, prepare_threshold: int | None, wait_s: float = 300.0,
+    application_name: str | None = None,
+) -> None:
+    """Create or upgrade the checkpoint and thread tables; idempotent and replica-safe.
+
+    Replicas take turns through a session advisory lock. Waiters *poll* with
+    ``pg_try_advisory_lock`` instead of blocking in ``pg_advisory_lock``: a
+    blocked statement is an open transaction, and LangGraph's migrations run
+    ``CREATE INDEX CONCURRENTLY``, which waits for every open transaction —
+    a blocking waiter would deadlock with the replica that holds the lock.
+    """
+    extra: dict[str, Any] = {"application_name": application_name} if application_name else {}
+    async with await AsyncConnection.connect(
+        dsn, autocommit=True, prepare_threshold=prepare_threshold, row_factory=dict_row, **extra
+    ) as conn:
+        deadline = time.monotonic() + wait_s
+        while True:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (MIGRATION_LOCK,))
+            row = await cur.fetchone()
+            if row and row["got"]:
+                break
+            if time.monotonic() > deadline:
+                raise Unavailable(f"another replica held the migration lock for {wait_s:.0f}s")
+            await asyncio.sleep(0.2)
+        try:
+            await AsyncPostgresSaver(conn).setup()
+            await conn.execute(THREADS_DDL)
+            await conn.execute(TURN_EVENTS_DDL)
+            # The rate-limit counters (majlis.limit_storage): created here, so a
+            # replica needs no DDL right at start-up (DIWANIYA_MIGRATE_ON_START=false).
+            await conn.execute(LIMITS_DDL)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+async def open_postgres(
+    dsn: str,
+    *,
+    min_size: int = 2,
+    max_size: int = 20,
+    lock_pool_size: int = 64,
+    prepare_threshold: int | None = 5,
+    migrate: bool = True,
+    max_waiters: int = 8,
+    options: PoolOptions | None = None,
+    turn_log: dict[str, float] | None = None,
+    retention: RetentionPolicy | None = None,
+) -> Persistence:
+    o = options or PoolOptions(min_size=min_size, max_size=max_size,
+                               lock_pool_size=lock_pool_size)
+    # libpq's connect_timeout is whole seconds (at least 2 honoured in practice).
+    connect = max(1, round(o.connect_timeout_s))
+    named = {"application_name": o.application_name} if o.application_name else {}
+    kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": prepare_threshold,
+              "connect_timeout": connect, **named}
+    common: dict[str, Any] = {
+        "open": False, "check": _check_if_idle,
+        "timeout": o.checkout_timeout_s, "reconnect_timeout": o.reconnect_timeout_s,
+        "max_waiting": o.max_waiting,
+    }
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, min_size=min(o.min_size, o.max_size), max_size=o.max_size, kwargs=kwargs,
+        name="diwaniya", **common,
+    )
+    lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, min_size=1, max_size=o.lock_pool_size,
+        kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": connect,
+                **named},
+        name="diwaniya-locks", **common,
+    )
+    try:
+        # Before the pools open, on connections closed again: neither the
+        # check nor the migration adds to the replica's connection peak.
+        if o.check_pooling:
+            await check_session_pooling(dsn, application_name=o.application_name,
+                                        connect_timeout=connect)
+        if migrate:
+            await migrate_postgres(dsn, prepare_threshold=prepare_threshold,
+                                   application_name=o.application_name)
+        await pool.open(wait=True, timeout=o.open_timeout_s)
+        await lock_pool.open(wait=True, timeout=o.open_timeout_s)
+    except ConfigurationError:
+        raise
+    except Exception as exc:
+        await pool.close()
+        await lock_pool.close()
+        raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
+    # Checkpoints kept per thread, idle expiry (majlis.retention): the stores apply them.
+    threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters, retention=retention)
+    saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
+    return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
+                       retry_after_s=o.retry_after_s,
+                       turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})))
