@@ -108,7 +108,7 @@ _ARABIZI_MARKERS: Mapping[str, str] = {
     "bta3i": "بتاعي", "bta3y": "بتاعي", "emta": "امتي", "l7ad": "لحد", "le7ad": "لحد",
     # Levantine
     "halla2": "هلق", "hala2": "هلق", "baddi": "بدي", "badde": "بدي", "bade": "بدي",
-    "hek": "هيك", "2adesh": "قديش", "addesh": "قديش",
+    "hek": "هيك", "2adesh": "قديش", "addesh": "قديش", "masari": "مصاري",
     # Iraqi
     "shgad": "شكد", "shkad": "شكد", "hessa": "هسه", "mako": "ماكو", "maku": "ماكو",
     "aku": "اكو", "shlon": "شلون",
