@@ -187,6 +187,8 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
                     t = await _turn(client, text, user=f"u{i}", country=COUNTRY.get(region, ""))
                     abstained += not t.quoted
                     reply_foreign += foreign(t.voice, region)
+                    if foreign(t.voice, region):
+                        misses.append(f"foreign voice {t.voice}\tunanswerable {region}\t{text}")
                     leaks += bool(_LEAK.search(t.reply))
                     if t.quoted:
                         misses.append(f"unanswerable {region}\t{text}\t→ {t.reply[:160]}")

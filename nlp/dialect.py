@@ -92,6 +92,31 @@ def _marker_of(word: str) -> str | None:
 
 _REGION_INDEX = {r: i for i, r in enumerate(REGIONS)}
 
+# Arabizi spellings of marker words that letter-by-letter transliteration
+# loses or turns into another region's marker: "wach" (Maghrebi واش) comes out
+# «وش», the Gulf "what"; "3ayza" «عايزا»; "delwa2ty" «دلوءتي». They are read
+# as their Arabic spelling instead (common spellings, not from any eval set).
+_ARABIZI_MARKERS: Mapping[str, str] = {
+    # Maghrebi
+    "wach": "واش", "khassni": "خاصني", "khasni": "خاصني", "bach": "باش", "bzaf": "بزاف",
+    "bezzaf": "بزاف", "daba": "دابا", "kifach": "كيفاش", "3lach": "علاش", "dyal": "ديال",
+    "dial": "ديال", "dyali": "ديالي", "bghit": "بغيت", "walou": "والو", "walo": "والو",
+    # Egyptian
+    "3ayez": "عايز", "3ayz": "عايز", "3ayza": "عايزه", "3awez": "عاوز", "3awza": "عاوزه",
+    "ezay": "ازاي", "ezzay": "ازاي", "izay": "ازاي", "delwa2ty": "دلوقتي",
+    "dlwa2ty": "دلوقتي", "delwa2ti": "دلوقتي", "keda": "كده", "kda": "كده", "bta3": "بتاع",
+    "bta3i": "بتاعي", "bta3y": "بتاعي", "emta": "امتي", "l7ad": "لحد", "le7ad": "لحد",
+    # Levantine
+    "halla2": "هلق", "hala2": "هلق", "baddi": "بدي", "badde": "بدي", "bade": "بدي",
+    "hek": "هيك", "2adesh": "قديش", "addesh": "قديش", "masari": "مصاري",
+    # Iraqi
+    "shgad": "شكد", "shkad": "شكد", "hessa": "هسه", "mako": "ماكو", "maku": "ماكو",
+    "aku": "اكو", "shlon": "شلون",
+    # Gulf
+    "wayed": "وايد", "wayid": "وايد", "abgha": "ابغي", "abghi": "ابغي", "al7een": "الحين",
+    "el7een": "الحين", "l7een": "الحين", "wesh": "وش", "wsh": "وش",
+}
+
 # Tweet residue that must not become a feature: QADI placeholders (USER, URL,
 # NUM, EMOJI) are Latin and dropped with all Latin tokens below; letter
 # elongation (U+0621–U+064A repeated ≥ 3 times) is squeezed to one letter.
@@ -159,7 +184,7 @@ def dialect_words(text: str) -> list[str]:
         return _AR_WORD_RE.findall(_REPEAT_RE.sub(r"\1", folded))
     latin = [t for k, t in typed_texts(folded) if k is TokenKind.LATIN]
     if latin and looks_arabizi(latin):
-        return [_word_to_arabic(w) for w in latin]
+        return [_ARABIZI_MARKERS.get(w) or _word_to_arabic(w) for w in latin]
     return []
 
 

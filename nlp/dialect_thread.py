@@ -72,6 +72,41 @@ _SHARED_TEXT = (
 _PREFIXES = ("وبال", "وال", "بال", "فال", "لل", "ال", "و", "ف", "ب", "ل")
 _SUFFIXES = ("كم", "نا", "ي", "ك", "ه")
 
+# Words one region says and the others do not (or far less; لحد "until" is
+# Egyptian, Levantine says لـ/لحتى), written
+# naturally and folded at import, from knowledge of the dialects (not read off
+# an evaluation set). The tweet-trained identifier underweights several of
+# them: «اذا طلبت الدوا هسه يوصلني نفس اليوم؟» reads gulf 0.69 / iraqi 0.11
+# though هسه ("now") is Iraqi. Each one adds STRONG_LOGIT to its region in the
+# message's direction. Arabizi rows are listed as nlp.arabizi transliterates
+# them (a2dar → اءدر, emta → امتا, delwa2ty → دلوءتي).
+_STRONG_TEXT: Mapping[str, str] = {
+    "iraqi": "هسة هسه شكد شگد ماكو اكو هواية هوايه يمعود شوكت مالتي مالتك مالته "
+             "مالتنا مالتكم اغاتي اكدر ماكدر وياي وياك وياكم لعد انطيني انطوني گاع چان "
+             "هيچ هيج شديسوي ديروح",
+    "gulf": "وايد ابغى ابغي ابغا الحين هالحين شفيك شفيه جذي وش مب تبي يبي ابيه عطوني",
+    "egyptian": "ازاي ازيك عايز عاوز عايزة عاوزة عايزين عاوزين عايزا كده دلوقتي دلوقت "
+                "دلوءتي بتاع بتاعي بتاعتي بتاعك بتاعة امبارح مفيش علشان اوي لحد",
+    "levantine": "هلق هلء بدي بدك بدنا بدهم هيك منيح قديش هيدا هيدي عنجد مصاري المصاري "
+                 "منشان مشان تبعي تبعك وينو",
+    "maghrebi": "بزاف دابا كيفاش علاش ديال ديالي ديالك ديالو برشا بغيت بغينا والو عافاك "
+                "كيداير غادي راني بصح جوج",
+}
+# Words a region says most but a neighbour says too (Egyptian and Levantine
+# both drop ق to a hamza and ask «امتى»): LEAN_LOGIT towards the first.
+_LEAN_TEXT: Mapping[str, str] = {
+    "egyptian": "امتى امتا اءدر نءدر ايه",
+    "iraqi": "شلون",
+    # the progressive «ما عم يفتح» (عم is also "uncle")
+    "levantine": "عم",
+}
+# Iraqi spelling: چ (U+0686) for the affricate of ك and گ (U+06AF) for the g of
+# ق. Gulf users type them too (چذي), so a word holding one that no list
+# claims leans Iraqi only by LETTER_LOGIT, less than a listed word.
+_IRAQI_LETTERS = frozenset("\u0686\u06af")
+STRONG_LOGIT = 2.5
+LEAN_LOGIT = LETTER_LOGIT = 1.0
+
 # A regional marker word is strong evidence; any other word is weak evidence
 # (a long message read by its n-grams is some evidence, one word is not).
 MARKER_WEIGHT = 0.5
@@ -93,6 +128,36 @@ def _fold_words(text: str) -> list[str]:
 
 
 _SHARED: frozenset[str] = frozenset(_fold_words(_SHARED_TEXT))
+_STRONG: dict[str, tuple[str, float]] = {
+    w: (region, logit)
+    for table, logit in ((_LEAN_TEXT, LEAN_LOGIT), (_STRONG_TEXT, STRONG_LOGIT))
+    for region, text in table.items() for w in _fold_words(text)
+}
+
+
+def _regional_marker(word: str) -> tuple[str | None, float]:
+    """(region, direction logit) a folded word signals; (None, 0.0) for none.
+
+    A listed strong word gives STRONG_LOGIT (a leaning one LEAN_LOGIT), a
+    classifier marker of a dialect 0.0 (it counts for the gate, the identifier
+    already weighs it), an unlisted word with چ/گ LETTER_LOGIT towards Iraqi.
+    MSA markers signal none.
+
+    >>> _regional_marker("هسه"), _regional_marker("وين"), _regional_marker("هل")
+    (('iraqi', 2.5), ('levantine', 0.0), (None, 0.0))
+    """
+    strong = _STRONG.get(word)
+    # Not behind ف: «فوايد» (benefits) is no وايد.
+    if strong is None and len(word) > 2 and word[0] in "ولب":
+        strong = _STRONG.get(word[1:])  # «لهسه» until now, «وهلق»
+    if strong is not None:
+        return strong
+    marker = _marker_of(word)
+    if marker is not None and marker != "msa":
+        return marker, 0.0
+    if _IRAQI_LETTERS.intersection(word):
+        return "iraqi", LETTER_LOGIT
+    return None, 0.0
 
 
 def shared_words(phrases: Iterable[str]) -> frozenset[str]:
@@ -158,12 +223,26 @@ def message_evidence(
     if not regional:
         return _NONE
     read = identifier.identify(" ".join(regional))
-    markers = sum(1 for w in regional if _marker_of(w) not in (None, "msa"))
+    signals = [s for s in map(_regional_marker, regional) if s[0] is not None]
+    markers = len(signals)
+    mass = sum(float(read.scores.get(r, 0.0)) for r in DIALECTS) or 1.0
+    if not markers:
+        # The gate: without one regional marker the words are MSA or shared
+        # vocabulary, and the identifier's confidence on them is the tweet
+        # data's bias (its Saudi rows came pre-normalised, so plain MSA reads
+        # gulf: «متى يحرر المبلغ المحجوز على بطاقتي؟» gulf 0.73). Weight 0.
+        return Evidence(message=read, direction=dict(_NONE.direction), weight=0.0,
+                        markers=0, words=len(regional))
     raw = MARKER_WEIGHT * markers + WORD_WEIGHT * (len(regional) - markers)
     dialect_share = 1.0 - float(read.scores.get("msa", 0.0))
     weight = round(min(1.0, raw) * dialect_share, 4)
-    mass = sum(float(read.scores.get(r, 0.0)) for r in DIALECTS) or 1.0
-    direction = {r: float(read.scores.get(r, 0.0)) / mass for r in DIALECTS}
+    logits = {r: math.log(max(float(read.scores.get(r, 0.0)) / mass, _FLOOR)) for r in DIALECTS}
+    for region, logit in signals:
+        logits[str(region)] += logit
+    top = max(logits.values())
+    exp = {r: math.exp(v - top) for r, v in logits.items()}
+    total = sum(exp.values())
+    direction = {r: v / total for r, v in exp.items()}
     return Evidence(message=read, direction=direction, weight=weight, markers=markers,
                     words=len(regional))
 

@@ -132,3 +132,11 @@ def test_short_messages_are_tempered_not_changed() -> None:
 def test_shipped_temperatures_are_at_least_one() -> None:
     temps = read_dialect_model()._temps
     assert len(temps) == 8 and min(temps) >= 1.0
+
+
+def test_arabizi_markers_keep_their_region_through_transliteration() -> None:
+    from nlp.dialect import dialect_words
+
+    # "wach" letter by letter is «وش» (Gulf); it is the Maghrebi واش.
+    assert dialect_words("wach khassni nkhalles cash daba?")[:2] == ["واش", "خاصني"]
+    assert dialect_words("ana 3ayza a3raf delwa2ty")[1::2] == ["عايزه", "دلوقتي"]

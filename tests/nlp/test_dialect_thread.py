@@ -110,3 +110,53 @@ def test_approval_turns_mirror_only_a_confident_thread() -> None:
     assert approval_voice({"dialect": "gulf", "dialect_confidence": 0.3}) == "neutral"
     assert approval_voice({"dialect": "gulf", "dialect_confidence": 0.9}) == "gulf"
     assert approval_voice({}) == "neutral"
+
+
+# MSA support questions the tweet-trained identifier reads as a dialect (gulf
+# 0.52–0.76, levantine 0.41): no regional marker, so no evidence however sure.
+MSA_READ_AS_DIALECT = ["متى يعاد المبلغ المحجوز على بطاقتي بعد إلغاء الحجز؟",
+                       "ما هي مدة تسليم السيارة المستأجرة؟",
+                       "اليوم اقدر ادفع بالبطاقة؟",
+                       "تسلم الله يخليك"]
+
+
+@pytest.mark.parametrize("text", MSA_READ_AS_DIALECT)
+def test_no_regional_marker_no_evidence_however_sure_the_identifier(text: str) -> None:
+    read = IDENT.identify(text)
+    assert read.region != "msa"  # the bias this gate exists for
+    evidence = message_evidence(IDENT, text, shared=SHARED)
+    assert evidence.weight == 0.0 and evidence.markers == 0, evidence
+    prior_only = ThreadDialect().with_prior("gulf")
+    after = prior_only.observe(evidence)
+    assert after == prior_only and after.confidence < MIRROR_THRESHOLD
+
+
+@pytest.mark.parametrize(("text", "region"), [
+    ("اذا دفعت هسه يوصل الطلب باجر؟", "iraqi"),   # هسه "now"
+    ("شكد يطول التوصيل؟", "iraqi"),                # شكد "how much/long"
+    ("هسه اذا طلبت يوصلني نفس اليوم", "iraqi"),  # read gulf 0.77 / iraqi 0.13
+    ("دفعت وما وصلني شي لهسه", "iraqi"),           # ل + هسه "until now"
+    ("التطبيق ما عم يفتح وينو الطلب", "levantine"),  # progressive عم, وينو
+    ("a2dar aghayar el 3enwan l7ad emta?", "egyptian"),  # Arabizi: l7ad emta, a2dar
+    ("ezay a2dar adfa3 delwa2ty", "egyptian"),
+    ("خصموا لي جوج مرات", "maghrebi"),              # جوج "two"
+    ("wach n9der nkhalles bel carte?", "maghrebi"),  # wach, not the Gulf «وش»
+    ("wesh tabi?", "gulf"),
+])
+def test_strong_markers_set_the_direction(text: str, region: str) -> None:
+    evidence = message_evidence(IDENT, text, shared=SHARED)
+    assert evidence.weight > 0.3, evidence
+    assert max(evidence.direction, key=evidence.direction.__getitem__) == region, evidence
+
+
+def test_an_iraqi_thread_does_not_drift_to_gulf_on_plain_follow_ups() -> None:
+    thread = ThreadDialect()
+    turns = ["شكد سعر التوصيل؟", "هسه اذا طلبت يوصلني نفس اليوم",
+             "اوكي، واذا طلبت الصبح يوصلني نفس اليوم؟",
+             "تسلم الله يخليك"]
+    seen = []
+    for text in turns:
+        thread = thread.observe(message_evidence(IDENT, text, shared=SHARED))
+        seen.append((thread.region, round(thread.confidence, 2)))
+    assert all(r == "iraqi" for r, _ in seen), seen
+    assert thread.confidence >= MIRROR_THRESHOLD, seen

@@ -190,3 +190,45 @@ async def test_model_prompt_in_a_gulf_thread_never_names_another_dialect(
     assert registers[0] == ("gulf", "neutral")  # the country alone does not mirror
     assert all(r == ("gulf", "dialect") for r in registers[1:]), registers
     assert all("لهجة المستخدم: الخليجية" in p for p in prompts[1:])
+
+
+async def test_an_msa_question_in_a_gulf_country_thread_is_not_mirrored(run_service) -> None:
+    # The identifier reads this MSA question gulf 0.52: without a regional
+    # marker it must neither move the thread nor make the reply Gulf.
+    msa = "متى يعاد المبلغ المحجوز على بطاقتي بعد إلغاء الحجز؟"
+    turns = ["السلام عليكم", msa, "ابي اعرف وين وصل طلبي"]
+    completed = []
+    async with run_service() as svc:
+        thread_id = ""
+        for i, text in enumerate(turns):
+            events = await collect(svc.client.send(
+                text, user_id="u1", thread_id=thread_id, country="SA",
+                client_time=MORNING + timedelta(minutes=i)))
+            thread_id = events[-1].thread_id
+            completed.append(done(events))
+    asked = completed[1]
+    assert asked.message_dialect == "" and asked.reply_register != "dialect", asked
+    assert asked.dialect_confidence == completed[0].dialect_confidence  # the prior alone
+    assert not foreign(asked.text, "none"), asked.text
+    # A real Gulf message then does mirror: the gate is not a blanket "never".
+    assert (completed[2].dialect, completed[2].reply_register) == ("gulf", "dialect")
+
+
+async def test_an_iraqi_thread_keeps_its_voice_on_plain_follow_ups(run_service) -> None:
+    turns = ["شكد سعر التوصيل؟", "هسه اذا طلبت يوصلني نفس اليوم",
+             "اوكي، واذا طلبت الصبح يوصلني نفس اليوم؟",
+             "تسلم الله يخليك"]
+    completed = []
+    async with run_service() as svc:
+        thread_id = ""
+        for i, text in enumerate(turns):
+            events = await collect(svc.client.send(
+                text, user_id="u1", thread_id=thread_id, country="IQ",
+                client_time=MORNING + timedelta(minutes=i)))
+            thread_id = events[-1].thread_id
+            completed.append(done(events))
+    voices = [(c.dialect, c.reply_register) for c in completed]
+    assert all(d == "iraqi" for d, _ in voices), voices
+    assert completed[-1].reply_register == "dialect", voices
+    for c in completed:
+        assert not foreign(c.text, "iraqi"), c.text

@@ -50,7 +50,9 @@ async def test_handoff_marks_the_thread_posts_once_and_holds_until_released(
         thread_id = first[-1].thread_id
         handoff = await _hand_off(svc, thread_id, request_id="r-handoff")
         replayed = await _hand_off(svc, thread_id, request_id="r-handoff")
-        held = await collect(svc.client.send("وين صار طلبي؟", user_id="u1",
+        # الحين: a Gulf marker, so the thread is Gulf enough to mirror (an
+        # unmarked «وين صار طلبي؟» is Kuwaiti and Iraqi alike: neutral voice).
+        held = await collect(svc.client.send("وين صار طلبي الحين؟", user_id="u1",
                                              thread_id=thread_id, country="KW"))
         during = await svc.client.get_thread(thread_id, user_id="u1")
         posts_before_release = len(webhook_server.requests)
@@ -77,7 +79,7 @@ async def test_handoff_marks_the_thread_posts_once_and_holds_until_released(
     assert during.handed_off and during.handoff_reason == event.reason
     assert during.handoff_summary_ar == event.summary_ar
     assert during.HasField("handed_off_at")
-    assert [m.text for m in during.messages][-2:] == ["وين صار طلبي؟", HOLD_GULF]
+    assert [m.text for m in during.messages][-2:] == ["وين صار طلبي الحين؟", HOLD_GULF]
     # Released: the bot answers again.
     assert not released.handed_off and released.handoff_reason == ""
     assert _reply(after) != HOLD_GULF

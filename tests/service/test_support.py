@@ -86,8 +86,11 @@ async def test_order_number_is_remembered_and_reused_without_asking_again(run_se
         number = await t.say("شنو رقم طلبي؟")
     assert "48213" in first and "نحوّلك" in first  # a failed complaint offers a person
     assert "48213" in third
-    assert SAY("ask_order_number", "gulf") not in third
-    assert SAY("user_order_number", "gulf", order="48213") in number
+    # No message here has a Gulf-only marker (وين/شنو are Kuwaiti and Iraqi
+    # alike), so the thread may stay below the mirroring threshold: neutral.
+    assert t.voice in {"gulf", "neutral"}
+    assert SAY("ask_order_number", t.voice) not in third
+    assert SAY("user_order_number", t.voice, order="48213") in number
 
 
 async def test_a_number_given_after_being_asked_is_understood(run_service) -> None:
@@ -189,7 +192,7 @@ async def test_seasonal_greeting_opens_but_never_replaces_the_next_step(
 
 async def test_i_dont_know_comes_with_a_next_step(run_service) -> None:
     async with run_service() as svc:
-        reply = await _Thread(svc, "u1", "KW").say("كم سعر الاشتراك الذهبي عندكم؟")
+        reply = await _Thread(svc, "u1", "KW").say("وش سعر الاشتراك الذهبي عندكم؟")  # وش: Gulf
     assert reply == SAY("dont_know", "gulf")
     assert "أخمّن" not in reply and "نحوّلكم" in reply  # not a refusal: it offers a way on
 
