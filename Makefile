@@ -29,10 +29,12 @@ endif
 # PostgreSQL database; tests/conftest.py starts the slowest first. loadgroup
 # (tests/_xdist.py's scheduler) hands out one test, or one XDIST_GROUPS group,
 # at a time (plain `load` sends long runs of consecutive tests, which would put
-# every slow test on the first worker). Five: two workers sit in the 60 s
-# database outages, mostly asleep, while three keep the 2 cores busy.
+# every slow test on the first worker). Eight: two workers sit in the 60 s
+# database outages and others in serve start-ups, drains and kills, mostly
+# asleep; measured on the quiet 2-core machine, 2,520 cases took 151 s on five
+# workers and 141–147 s on eight (the CPU, ~225 s, is then the limit).
 # `.venv/bin/python -m pytest -q` alone still runs serially (for debugging).
-TEST_WORKERS ?= 5
+TEST_WORKERS ?= 8
 
 ## test: the whole test suite (needs PostgreSQL at 127.0.0.1:5432 for the postgres half)
 test: $(STAMP) proto-check $(TEST_EXTRAS)
