@@ -1,8 +1,5 @@
 """Arabic language pipeline: normal forms, tokens, search keys, script, dialect.
 
-For matching a question against policy sentences (answer selection):
-``question_keys`` gives a question's own keys and, apart, the keys of its
-dialect → MSA bridge words (weigh those below the customer's own);
 ``number_words_to_digits`` is the count normalisation every key function
 applies («تلات تيام» → 3 ايام, «يومين» → 2 يوم), so keys of a sentence and of
 a question agree on numbers.
@@ -10,8 +7,6 @@ a question agree on numbers.
 >>> from nlp import fold, search_keys
 >>> fold("أَهْلاً"), search_keys("والكتاب")
 ('اهلا', ['كتاب'])
->>> question_keys("شكد يكصون على التحويل؟").msa
-['رسوم', 'يخصم']
 """
 
 from nlp.arabizi import arabizi_to_arabic
@@ -40,7 +35,6 @@ from nlp.keys import (
 )
 from nlp.normalize import clean, drop_overrides, fold
 from nlp.number_words import number_words_to_digits
-from nlp.question_keys import QuestionKeys, question_keys
 from nlp.script import Script, detect_script
 from nlp.tokens import Token, TokenKind, tokenize
 
@@ -53,7 +47,6 @@ __all__ = [
     "KeyBackend",
     "KeyFunction",
     "NlpError",
-    "QuestionKeys",
     "ResourceUnavailable",
     "Script",
     "ThreadDialect",
@@ -74,7 +67,6 @@ __all__ = [
     "message_evidence",
     "number_words_to_digits",
     "pool_dialects",
-    "question_keys",
     "require_camel_morphology",
     "search_keys",
     "segment",
