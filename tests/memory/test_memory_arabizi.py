@@ -5,13 +5,11 @@ Documents and questions written for this test from knowledge of the dialects."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-import nlp
-from memory import Kind, MemoryStore, NewRecord, PostgresMemoryStore, SqliteMemoryStore
+from memory import Kind, MemoryStore, NewRecord
 from memory.arabizi_stage import arabizi_readings, choose_readings
 from memory.terms import KeyFunction
 
@@ -22,31 +20,6 @@ _DOCS = {
     "pickup": "يحتفظ الفرع بالطلب خمسة أيام بعد وصوله، ثم يلغى.",
     "invoice": "ترسل الفاتورة الإلكترونية إلى بريدك بعد الدفع.",
 }
-
-
-async def _open(kind: str, request: pytest.FixtureRequest, tmp_path: Path, keys: KeyFunction,
-                *, bridge: bool) -> MemoryStore:
-    expand = nlp.dialect_to_msa if bridge else None
-    made: MemoryStore
-    if kind == "sqlite":
-        made = SqliteMemoryStore(tmp_path / f"m{bridge}.sqlite3", keys=keys, expand=expand)
-    else:
-        made = await PostgresMemoryStore.connect(
-            request.getfixturevalue("pg_dsn"), keys=keys, max_size=2, expand=expand)
-    await made.setup()
-    return made
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def stores(
-    request: pytest.FixtureRequest, tmp_path: Path, keys: KeyFunction
-) -> AsyncIterator[tuple[MemoryStore, MemoryStore]]:
-    """The same backend twice: with the bridge (and so the Arabizi stage), and without."""
-    on = await _open(request.param, request, tmp_path, keys, bridge=True)
-    off = await _open(request.param, request, tmp_path, keys, bridge=False)
-    yield on, off
-    await on.close()
-    await off.close()
 
 
 async def _ingest(store: MemoryStore, tenant: str, docs: dict[str, str] = _DOCS) -> None:
@@ -67,10 +40,10 @@ async def _ingest(store: MemoryStore, tenant: str, docs: dict[str, str] = _DOCS)
     ],
 )
 async def test_arabizi_content_words_find_the_document(
-    stores: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
+    bridged_pair: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
     question: str, doc: str,
 ) -> None:
-    on, _off = stores
+    on, _off = bridged_pair
     tenant = tenants("arabizi")
     await _ingest(on, tenant)
     hits = await on.search(tenant, question, kinds=[Kind.DOCUMENT], k=3)
@@ -79,9 +52,9 @@ async def test_arabizi_content_words_find_the_document(
 
 
 async def test_without_the_bridge_the_same_question_misses(
-    stores: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
+    bridged_pair: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
 ) -> None:
-    on, off = stores
+    on, off = bridged_pair
     tenant = tenants("arabizi-off")
     await _ingest(on, tenant)
     await _ingest(off, tenant)  # SQLite: its own file; PostgreSQL: the same rows again
@@ -93,10 +66,10 @@ async def test_without_the_bridge_the_same_question_misses(
 
 
 async def test_arabic_questions_are_untouched_by_the_stage(
-    stores: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
+    bridged_pair: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
     keys: KeyFunction,
 ) -> None:
-    on, _off = stores
+    on, _off = bridged_pair
     tenant = tenants("arabizi-msa")
     await _ingest(on, tenant)
     # An Arabic question quoting a Latin word is Arabic-dominant: no readings at all.
@@ -107,9 +80,9 @@ async def test_arabic_questions_are_untouched_by_the_stage(
 
 
 async def test_another_tenants_vocabulary_is_never_read(
-    stores: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
+    bridged_pair: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
 ) -> None:
-    on, _off = stores
+    on, _off = bridged_pair
     mine, theirs = tenants("arabizi-a"), tenants("arabizi-b")
     await _ingest(on, theirs)
     await _ingest(on, mine, {"hours": "ساعات العمل من التاسعة صباحا حتى العاشرة مساء."})

@@ -3,14 +3,11 @@ finds the policy worded with another, only through the bridge (nlp/data/bridge.t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-import nlp
-from memory import Kind, MemoryStore, NewRecord, PostgresMemoryStore, SqliteMemoryStore
-from memory.terms import KeyFunction
+from memory import Kind, MemoryStore, NewRecord
 
 # One fact each; none shares its key verb with the questions below.
 _DOCS = {
@@ -20,30 +17,6 @@ _DOCS = {
     "limit": "الحد الأقصى للتحويل اليومي عشرون ألف ريال.",
     "activate": "تفعيل الشريحة الإلكترونية يتم من صفحة الخدمات.",
 }
-
-
-async def _open(backend: str, request: pytest.FixtureRequest, path: Path, keys: KeyFunction,
-                *, bridge: bool) -> MemoryStore:
-    expand = nlp.dialect_to_msa if bridge else None
-    made: MemoryStore
-    if backend == "sqlite":
-        made = SqliteMemoryStore(path / f"m{bridge}.sqlite3", keys=keys, expand=expand)
-    else:
-        made = await PostgresMemoryStore.connect(
-            request.getfixturevalue("pg_dsn"), keys=keys, max_size=2, expand=expand)
-    await made.setup()
-    return made
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def pair(request: pytest.FixtureRequest, tmp_path: Path, keys: KeyFunction
-               ) -> AsyncIterator[tuple[MemoryStore, MemoryStore]]:
-    """The same backend twice: with the bridge, and without."""
-    on = await _open(request.param, request, tmp_path, keys, bridge=True)
-    off = await _open(request.param, request, tmp_path, keys, bridge=False)
-    yield on, off
-    await on.close()
-    await off.close()
 
 
 async def _ingest(store: MemoryStore, tenant: str) -> None:
@@ -65,10 +38,10 @@ async def _ingest(store: MemoryStore, tenant: str) -> None:
     ],
 )
 async def test_a_synonym_finds_the_policy_only_through_the_bridge(
-    pair: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str], question: str,
+    bridged_pair: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str], question: str,
     doc: str,
 ) -> None:
-    on, off = pair
+    on, off = bridged_pair
     tenant = tenants("families")
     await _ingest(on, tenant)
     await _ingest(off, tenant)
