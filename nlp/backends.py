@@ -15,6 +15,7 @@ this off the event loop.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Literal
 
@@ -43,8 +44,20 @@ def key_function(backend: KeyBackend = "builtin", *, camel_db: str = DEFAULT_DB,
     if backend == "builtin":
         return stem_and_surface_keys
     if backend == "camel":
-        # The database is part of the name: another one lemmatises differently.
-        return register_fingerprint(
-            camel_lemma_keys(require_camel_morphology(camel_db, camel_data_dir)),
-            f"camel/{camel_db}/{KEYS_VERSION}")
+        return _camel_keys(camel_db, camel_data_dir)
     raise ValueError(f"unknown search-key backend {backend!r} (known: {', '.join(KEY_BACKENDS)})")
+
+
+@functools.cache
+def _camel_keys(camel_db: str, camel_data_dir: Path | None) -> KeyFunction:
+    """One loaded morphology database per (database, folder) and process.
+
+    A start with migrate-on-start asks for the key function twice (the re-key
+    before serving, then ``build_app``); the database takes seconds and tens of
+    MB to load and is read-only once loaded, so both share it.  A failed load
+    raises and is not cached: the next call tries again.
+    """
+    # The database is part of the name: another one lemmatises differently.
+    return register_fingerprint(
+        camel_lemma_keys(require_camel_morphology(camel_db, camel_data_dir)),
+        f"camel/{camel_db}/{KEYS_VERSION}")
