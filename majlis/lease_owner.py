@@ -50,7 +50,7 @@ class ProcessId:
             except PermissionError:
                 return True
             return not (proc / "self").exists()
-        return started == self.start
+        return started == self.start and not _exited(proc, self.pid)
 
 
 def _boot_id(proc: Path) -> str:
@@ -58,6 +58,17 @@ def _boot_id(proc: Path) -> str:
         return (proc / "sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         return ""
+
+
+def _exited(proc: Path, pid: int) -> bool:
+    """Whether PID is a zombie (state Z) or dead (X): it has exited, only its parent
+    has not reaped it yet, so it runs no turn and its leases are free to clear.
+    (A server killed by SIGKILL under a supervisor that reaps late stays a zombie.)"""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] in {"Z", "X"}
 
 
 def _start_time(proc: Path, pid: int) -> str | None:

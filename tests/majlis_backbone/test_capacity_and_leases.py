@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -126,6 +127,24 @@ async def test_leases_of_dead_processes_are_cleared_and_live_ones_kept(tmp_path:
                     pass
     assert cleared == 3
     assert await _lease_owners(path) == [("th-live", me.pid), ("th-other-host", gone.pid)]
+
+
+def test_a_zombie_holder_counts_as_dead() -> None:
+    # SIGKILLed under a parent that has not reaped it yet: /proc still lists the pid
+    # with its start time, but the process has exited and holds nothing.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        deadline = time.monotonic() + 10
+        while stat.read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.01)
+        me = ProcessId.current()
+        start = stat.read_text().rpartition(")")[2].split()[19]
+        assert not ProcessId(child.pid, me.boot, start, me.host).alive()
+        assert me.alive()
+    finally:
+        child.wait()
 
 
 async def test_drain_waits_for_cancelled_turns_to_give_their_leases_back(
