@@ -124,6 +124,10 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     # One server per store for the ~150 wording cases (a module-scoped fixture).
     (r"tests/service/test_wording_expectations\.py::test_reply_\w+\[(sqlite|postgres)",
      r"wording-\1"),
+    # The tests that validate manifests against kubernetes-validate's schemas: the
+    # schemas load once per process (~1.3 CPU-s), so once, not on three workers.
+    (r"tests/test_deploy\.py::test_(overlay_renders_and_validates_strictly|"
+     r"validation_rejects_typos|secret_template_is_valid)", "k8s-validate"),
 )
 
 
