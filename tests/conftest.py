@@ -124,6 +124,10 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     # One server per store for the ~150 wording cases (a module-scoped fixture).
     (r"tests/service/test_wording_expectations\.py::test_reply_\w+\[(sqlite|postgres)",
      r"wording-\1"),
+    # One `serve --workers 2` per store for test_workers.py's real-process tests
+    # (its two_workers fixture); the one that ends it comes last in the file.
+    (r"tests/service/test_workers\.py::test_(every_worker_serves|a_killed_worker|"
+     r"killing_the_supervisor)\w*\[(sqlite|postgres)\]", r"workers-\2"),
     # The tests that validate manifests against kubernetes-validate's schemas: the
     # schemas load once per process (~1.3 CPU-s), so once, not on three workers.
     (r"tests/test_deploy\.py::test_(overlay_renders_and_validates_strictly|"
