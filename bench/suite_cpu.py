@@ -104,6 +104,7 @@ def summarise(processes: list[dict[str, Any]], tests: list[dict[str, Any]], top:
              for p in processes}
     return {
         "cases": len(tests),
+        "failed": [t["id"] for t in tests if t.get("failed")],
         "tests_cpu_s": round(sum(map(cpu, tests)), 1),
         "tests_child_cpu_s": round(sum(t["child"] for t in tests), 1),
         "process_cpu_outside_tests_s": fixed,
@@ -140,6 +141,8 @@ def main() -> int:
     print(f"{result['cases']} cases: {result['tests_cpu_s']} CPU-s in tests "
           f"({result['tests_child_cpu_s']} in their children)")
     print("CPU outside tests per process:", result["process_cpu_outside_tests_s"])
+    if result["failed"]:
+        print("failed:", *result["failed"], sep="\n  ")
     print(f"\n{'CPU s':>7} {'child':>6} {'wall':>6}  top tests")
     for t in result["top_tests"]:
         print(f"{t['cpu_s']:7.2f} {t['child_s']:6.2f} {t['wall_s']:6.1f}  {t['id']}")

@@ -5,7 +5,8 @@ or the one serial process) writes ``<worker>.jsonl`` there at exit — one line
 for the process itself (all its CPU: start-up and collection included), then
 one line per test: CPU of this process during the test's
 setup, call and teardown (``self``) and of the children it reaped meanwhile
-(``child``: ``serve``/CLI subprocesses, initdb, kubectl), and the wall seconds.
+(``child``: ``serve``/CLI subprocesses, initdb, kubectl), the wall seconds, and
+whether it failed.
 
 A child is counted when it is waited for. A process that its parent never
 reaps — a worker left behind when its supervisor is SIGKILLed — is counted
@@ -27,6 +28,7 @@ import pytest
 
 _ROWS: list[dict[str, Any]] = []
 _START: list[float] = []
+_FAILED: set[str] = set()
 
 
 def _now() -> tuple[float, float, float]:
@@ -46,7 +48,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     after = _now()
     _ROWS.append({"id": item.nodeid, "self": round(after[0] - before[0], 4),
                   "child": round(after[1] - before[1], 4),
-                  "wall": round(after[2] - before[2], 4)})
+                  "wall": round(after[2] - before[2], 4), "failed": item.nodeid in _FAILED})
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.failed:
+        _FAILED.add(report.nodeid)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
