@@ -34,6 +34,7 @@ endif
 # asleep; measured on the quiet 2-core machine, 2,520 cases took 151 s on five
 # workers and 141–147 s on eight (the CPU, ~225 s, is then the limit).
 # `.venv/bin/python -m pytest -q` alone still runs serially (for debugging).
+# Where the CPU goes (per test, per worker, the PostgreSQL server): bench/suite_cpu.py.
 TEST_WORKERS ?= 8
 
 ## test: the whole test suite (needs PostgreSQL at 127.0.0.1:5432 for the postgres half)

@@ -10,6 +10,7 @@ its own. ``pytest -q`` alone still runs everything serially, in file order.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import uuid
@@ -29,6 +30,11 @@ import pytest
 # subprocesses, started after this line, inherit the environment.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+# An xdist worker's collection imports every test module and what they import:
+# no cyclic collection until it is done (pytest_collection_finish settles the
+# heap and turns the collector back on), ~0.25 CPU-s a worker.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    gc.disable()
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Servers under test (in-process and `serve` subprocesses, which inherit this)
 # put their Prometheus endpoint on a free port: the default 127.0.0.1:9464 would
@@ -124,6 +130,14 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     # One server per store for the ~150 wording cases (a module-scoped fixture).
     (r"tests/service/test_wording_expectations\.py::test_reply_\w+\[(sqlite|postgres)",
      r"wording-\1"),
+    # One `serve --workers 2` per store for test_workers.py's real-process tests
+    # (its two_workers fixture); the one that ends it comes last in the file.
+    (r"tests/service/test_workers\.py::test_(every_worker_serves|a_killed_worker|"
+     r"killing_the_supervisor)\w*\[(sqlite|postgres)\]", r"workers-\2"),
+    # The tests that validate manifests against kubernetes-validate's schemas: the
+    # schemas load once per process (~1.3 CPU-s), so once, not on three workers.
+    (r"tests/test_deploy\.py::test_(overlay_renders_and_validates_strictly|"
+     r"validation_rejects_typos|secret_template_is_valid)", "k8s-validate"),
 )
 
 
@@ -147,3 +161,18 @@ def _slow_rank(nodeid: str) -> int:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: _slow_rank(item.nodeid))  # stable: file order otherwise
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The test process's collector set as a serving process's (service.heap.settle).
+
+    After collection the heap holds every module the tests import and every
+    collected test, alive until the process exits, and CPython's full
+    collections re-walked all of it (~0.1 s each, ~15 % of a worker's CPU on the
+    service tests). Frozen, and with generation 0 collected every 10,000
+    allocations, the in-process servers under test also collect as ``serve`` does.
+    """
+    from service import heap
+
+    heap.settle()
+    gc.enable()  # off during an xdist worker's collection (above)

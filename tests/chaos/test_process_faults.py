@@ -33,9 +33,14 @@ class Serve:
     """One ``diwaniya serve`` process on ``data_dir``."""
 
     def __init__(self, data_dir: Path, model_url: str, log: Path, **env: str) -> None:
+        # One serving process, as when this test was written: since `serve`
+        # defaults to a worker per CPU, an unset DIWANIYA_WORKERS made it a
+        # supervisor and two children here (three start-ups, ~4 CPU-s instead
+        # of ~1.3), and the signals went to the supervisor. The supervisor's
+        # SIGTERM and SIGKILL are tests/service/test_workers.py's.
         environ = {**os.environ, "DIWANIYA_DATA_DIR": str(data_dir),
                    "DIWANIYA_LISTEN": "127.0.0.1:0", "DIWANIYA_MODEL_BASE_URL": model_url,
-                   "DIWANIYA_MODEL_TIMEOUT_S": "30", **env}
+                   "DIWANIYA_MODEL_TIMEOUT_S": "30", "DIWANIYA_WORKERS": "1", **env}
         environ.pop("DATABASE_URL", None)
         environ.pop("DIWANIYA_DATABASE_URL", None)
         self._log = log.open("a", encoding="utf-8")

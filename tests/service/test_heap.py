@@ -1,7 +1,7 @@
 """service.heap: what ``diwaniya serve`` does to the collector once the app is built.
 
-Run in a child interpreter: freezing the test process's own heap would change
-the collector for every test after this one.
+Run in a child interpreter, which starts with CPython's defaults: the test
+processes have settled their own heaps after collection (tests/conftest.py).
 """
 
 from __future__ import annotations

@@ -130,7 +130,10 @@ def test_sigterm_drains_the_real_process(tmp_path: Path, openai_server: Scripted
     openai_server.push(ScriptedReply.text("لحظة من فضلك أتحقق من الطلب", event_delay_s=0.3))
     env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path), "DIWANIYA_LISTEN": "127.0.0.1:0",
            "DIWANIYA_MODEL_BASE_URL": openai_server.base_url,
-           "DIWANIYA_DRAIN_GRACE_S": str(GRACE_S), "DIWANIYA_DRAIN_DELAY_S": "0.2"}
+           "DIWANIYA_DRAIN_GRACE_S": str(GRACE_S), "DIWANIYA_DRAIN_DELAY_S": "0.2",
+           # The serving process itself (a supervisor's drain: test_workers.py);
+           # serve's default, a worker per CPU, would start three processes.
+           "DIWANIYA_WORKERS": "1"}
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "service", "serve"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -90,10 +91,34 @@ def _connections_by_pid(port: int, pids: list[int]) -> dict[int, int]:
 
 
 class Served:
+    """A running ``serve --workers 2``; its stderr is read as it comes (a test may
+    outlive a pipe's buffer of log lines)."""
+
     def __init__(self, proc: subprocess.Popen[str], target: str) -> None:
         self.proc = proc
         self.target = target
         self.port = int(target.rsplit(":", 1)[1])
+        self._err: list[str] = []
+        self._pump = threading.Thread(target=self._read_stderr, daemon=True)
+        self._pump.start()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._err.append(line)
+
+    def stderr(self) -> str:
+        """What the supervisor and its workers wrote to stderr, once they have exited."""
+        self._pump.join(timeout=30)
+        return "".join(self._err)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
 
 
 def _start(tmp_path: Path, *extra: str, env_extra: dict[str, str] | None = None
@@ -107,25 +132,39 @@ def _start(tmp_path: Path, *extra: str, env_extra: dict[str, str] | None = None
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.fixture(scope="module")
+def _running() -> Iterator[dict[str, Served]]:
+    running: dict[str, Served] = {}
+    yield running
+    for served in running.values():
+        served.stop()
+
+
 @pytest.fixture
-def two_workers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
-    """``serve --workers 2`` on SQLite, or on PostgreSQL when parametrized so."""
+def two_workers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                _running: dict[str, Served]) -> Served:
+    """``serve --workers 2`` on SQLite, or on PostgreSQL when parametrized so.
+
+    Shared by the tests of this module while it runs: three start-ups (~4 CPU-s)
+    each time otherwise. The tests that end it (SIGTERM, SIGKILL) come last in their
+    backend's XDIST_GROUPS group (tests/conftest.py); a test after one of them, or run
+    alone, starts its own.
+    """
     backend = getattr(request, "param", "sqlite")
+    served = _running.get(backend)
+    if served is not None and served.proc.poll() is None:
+        return served
     extra = {"DATABASE_URL": request.getfixturevalue("pg_dsn")} if backend == "postgres" else {}
-    proc = _start(tmp_path, "--workers", "2", env_extra=extra)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on" in line, proc.stderr.read() if proc.stderr else line
-        target = line.strip().rsplit(" ", 1)[-1]
-        assert not target.endswith(":0")
-        yield Served(proc, target)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    proc = _start(tmp_path_factory.mktemp(f"workers-{backend}"), "--workers", "2",
+                  env_extra=extra)
+    line = proc.stdout.readline() if proc.stdout else ""
+    if "listening on" not in line:
+        proc.kill()
+        pytest.fail(proc.stderr.read() if proc.stderr else line)
+    target = line.strip().rsplit(" ", 1)[-1]
+    assert not target.endswith(":0")
+    served = _running[backend] = Served(proc, target)
+    return served
 
 
 async def _turn(client: DiwaniyaClient, text: str, *, user: str, thread_id: str = ""
@@ -176,6 +215,7 @@ def test_every_worker_serves_and_one_thread_is_never_run_twice(two_workers: Serv
     assert listed[0].turn_count == 1 + len(done)
 
 
+@pytest.mark.parametrize("two_workers", ["sqlite"], indirect=True)
 def test_a_killed_worker_is_replaced_and_sigterm_drains_all(two_workers: Served) -> None:
     before = _children(two_workers.proc.pid)
     os.kill(before[0], signal.SIGKILL)
@@ -206,12 +246,13 @@ def test_a_killed_worker_is_replaced_and_sigterm_drains_all(two_workers: Served)
     children = _children(two_workers.proc.pid)
     two_workers.proc.send_signal(signal.SIGTERM)
     code = two_workers.proc.wait(60)
-    err = two_workers.proc.stderr.read() if two_workers.proc.stderr else ""
+    err = two_workers.stderr()
     assert code == 0, err
     assert not any(Path(f"/proc/{pid}").exists() for pid in children)  # drained and reaped
     assert "exited with -9 while serving" in err
 
 
+@pytest.mark.parametrize("two_workers", ["postgres"], indirect=True)
 def test_killing_the_supervisor_takes_its_workers_with_it(two_workers: Served) -> None:
     children = _children(two_workers.proc.pid)
     two_workers.proc.kill()
