@@ -20,7 +20,7 @@ from diwaniya.errors import ConfigurationError
 from diwaniya.v1 import conversations_pb2 as pb
 from majlis.config import settings_values
 from service import knowledge as kb_service
-from service import wire
+from service import priority, wire
 from service.knowledge import KnowledgeServicer
 from service.servicer import ConversationsServicer
 
@@ -243,7 +243,14 @@ class Server:
             if self.health_port == 0:
                 raise OSError(f"cannot listen on {self._options.health_listen} (health)")
             await self._health_server.start()
-        await self._server.start()
+        # The accept loop's task, and so every RPC task it creates, starts in the
+        # front lane of a FrontLaneLoop (service.priority); each RPC settles
+        # after its first response. Reset at once: only that task inherits it.
+        token = priority.front()
+        try:
+            await self._server.start()
+        finally:
+            priority.FIRST_RESPONSE.reset(token)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._check_ready()
         self._watch = asyncio.create_task(self._watch_readiness())
