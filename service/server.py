@@ -238,16 +238,18 @@ class Server:
             self.port = self._server.add_secure_port(self._options.listen, self._credentials)
         if self.port == 0:
             raise OSError(f"cannot listen on {self._options.listen}")
-        if self._health_server is not None and self._options.health_listen:
-            self.health_port = self._health_server.add_insecure_port(self._options.health_listen)
-            if self.health_port == 0:
-                raise OSError(f"cannot listen on {self._options.health_listen} (health)")
-            await self._health_server.start()
-        # The accept loop's task, and so every RPC task it creates, starts in the
+        # The accept loops' tasks, and so every RPC task they create, start in the
         # front lane of a FrontLaneLoop (service.priority); each RPC settles
-        # after its first response. Reset at once: only that task inherits it.
+        # after its first response (a probe's is its answer: under load a
+        # liveness probe is never behind turns). Reset at once: only they inherit it.
         token = priority.front()
         try:
+            if self._health_server is not None and self._options.health_listen:
+                self.health_port = self._health_server.add_insecure_port(
+                    self._options.health_listen)
+                if self.health_port == 0:
+                    raise OSError(f"cannot listen on {self._options.health_listen} (health)")
+                await self._health_server.start()
             await self._server.start()
         finally:
             priority.FIRST_RESPONSE.reset(token)
