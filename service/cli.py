@@ -103,12 +103,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     """One process, or a supervisor of N (service.workers) when more than one is wanted."""
-    from service import workers
+    from service import priority, workers
     from service.app import preflight
 
     if args.supervisor_pid:
         workers.die_with_parent(args.supervisor_pid)
-        asyncio.run(_serve(settings, args.listen, reuse_port=True))
+        priority.run(_serve(settings, args.listen, reuse_port=True))
         return 0
     n = args.workers or settings.workers or workers.cpu_quota_workers()
     if not (args.workers or settings.workers) and settings.database_dsn():
@@ -128,7 +128,7 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     if n == 1:
         if settings.migrate_on_start:  # build_app migrates the rest itself
             asyncio.run(_rekey(settings, check_pooling=True))
-        asyncio.run(_serve(settings, args.listen))
+        priority.run(_serve(settings, args.listen))
         return 0
     tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
     if tools_files - {None}:

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 from diwaniya.v1 import conversations_pb2 as pb
 from majlis.engine import ConversationEngine
-from service import convert
+from service import convert, priority
 from service.errors import error_event
 from service.wire import Undecodable
 
@@ -48,6 +48,13 @@ class ConverseSession:
             group.create_task(self._work(group))
             while (event := await self._out.get()) is not None:
                 yield event
+                # Written. This task writes in the loop's front lane only while the
+                # stream waits for a turn's first event (service.priority): after a
+                # turn's last event the next one it writes is the next turn's first.
+                if event.WhichOneof("event") in ("turn_completed", "error"):
+                    priority.front()
+                else:
+                    priority.settle()
             # The worker is done (end of input, or drain): stop waiting for more input.
             reader.cancel()
 
@@ -101,6 +108,9 @@ class ConverseSession:
 
     async def _run_turn(self, msg: Incoming) -> None:
         thread_id = msg.thread_id
+        # The start of this turn runs ahead of other turns' mid-turn work, until
+        # its first event is handed to the writer (service.priority).
+        priority.front()
         try:
             if isinstance(msg, pb.Approval):
                 events_of = self._engine.run_approval(
@@ -112,6 +122,7 @@ class ConverseSession:
                     self._turn_id = envelope.turn_id
                     thread_id = envelope.thread_id
                     self._out.put_nowait(convert.turn_event(envelope))
+                    priority.settle()
         except asyncio.CancelledError:
             self._out.put_nowait(pb.TurnEvent(thread_id=thread_id, turn_id=self._turn_id,
                                               error=pb.Error(

@@ -29,6 +29,7 @@ from memory.chunking import DocFormat
 from memory.store import MemoryStore
 from memory.terms import MAX_K
 from service import errors as status
+from service import priority
 from service.auth import ApiKeyAuth
 from service.wire import Undecodable
 
@@ -70,6 +71,9 @@ class KnowledgeServicer(kpb_grpc.KnowledgeServicer):
         self, request_iterator: AsyncIterator[kpb.UpsertDocumentRequest | Undecodable],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> kpb.UpsertDocumentsResponse:
+        # A bulk upload (chunking, keying, indexing) is no first response anyone
+        # waits on: it runs behind the turns' first events (service.priority).
+        priority.settle()
         try:
             # Authenticated before a byte of the upload is read.
             tenant = self._tenant(context)

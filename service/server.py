@@ -20,7 +20,7 @@ from diwaniya.errors import ConfigurationError
 from diwaniya.v1 import conversations_pb2 as pb
 from majlis.config import settings_values
 from service import knowledge as kb_service
-from service import wire
+from service import priority, wire
 from service.knowledge import KnowledgeServicer
 from service.servicer import ConversationsServicer
 
@@ -238,12 +238,21 @@ class Server:
             self.port = self._server.add_secure_port(self._options.listen, self._credentials)
         if self.port == 0:
             raise OSError(f"cannot listen on {self._options.listen}")
-        if self._health_server is not None and self._options.health_listen:
-            self.health_port = self._health_server.add_insecure_port(self._options.health_listen)
-            if self.health_port == 0:
-                raise OSError(f"cannot listen on {self._options.health_listen} (health)")
-            await self._health_server.start()
-        await self._server.start()
+        # The accept loops' tasks, and so every RPC task they create, start in the
+        # front lane of a FrontLaneLoop (service.priority); each RPC settles
+        # after its first response (a probe's is its answer: under load a
+        # liveness probe is never behind turns). Reset at once: only they inherit it.
+        token = priority.front()
+        try:
+            if self._health_server is not None and self._options.health_listen:
+                self.health_port = self._health_server.add_insecure_port(
+                    self._options.health_listen)
+                if self.health_port == 0:
+                    raise OSError(f"cannot listen on {self._options.health_listen} (health)")
+                await self._health_server.start()
+            await self._server.start()
+        finally:
+            priority.FIRST_RESPONSE.reset(token)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._check_ready()
         self._watch = asyncio.create_task(self._watch_readiness())

@@ -18,7 +18,7 @@ from diwaniya.v1 import conversations_pb2 as pb
 from diwaniya.v1 import conversations_pb2_grpc as pb_grpc
 from majlis.engine import ConversationEngine
 from majlis.events import Envelope
-from service import convert
+from service import convert, priority
 from service import errors as status
 from service.auth import ApiKeyAuth
 from service.converse import ConverseSession
@@ -45,6 +45,8 @@ async def detached(source: AsyncGenerator[Envelope, None],
             async with contextlib.aclosing(source) as events:
                 async for envelope in events:
                     queue.put_nowait(envelope)
+                    # This task runs the turn (it inherited the RPC's front lane).
+                    priority.settle()
         except Exception as exc:
             queue.put_nowait(exc)
             return
@@ -103,6 +105,9 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
             async with contextlib.aclosing(source) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)
+                    # The first event has left: the rest of the turn yields the
+                    # loop's front lane to requests still waiting for theirs.
+                    priority.settle()
         except Exception as exc:
             await status.abort(context, exc)
 
@@ -116,6 +121,7 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
                     request.after_seq)) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)
+                    priority.settle()
         except Exception as exc:
             await status.abort(context, exc)
 
@@ -129,6 +135,7 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
             ) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)
+                    priority.settle()
         except Exception as exc:
             await status.abort(context, exc)
 
