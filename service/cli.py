@@ -108,7 +108,8 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.supervisor_pid:
         workers.die_with_parent(args.supervisor_pid)
-        priority.run(_serve(settings, args.listen, reuse_port=True))
+        priority.run(_serve(settings, args.listen, reuse_port=True),
+                     lanes=settings.front_lane_loop)
         return 0
     n = args.workers or settings.workers or workers.cpu_quota_workers()
     if not (args.workers or settings.workers) and settings.database_dsn():
@@ -128,7 +129,7 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     if n == 1:
         if settings.migrate_on_start:  # build_app migrates the rest itself
             asyncio.run(_rekey(settings, check_pooling=True))
-        priority.run(_serve(settings, args.listen))
+        priority.run(_serve(settings, args.listen), lanes=settings.front_lane_loop)
         return 0
     tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
     if tools_files - {None}:

@@ -42,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import logging
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVarTuple
 
@@ -139,7 +141,27 @@ def settle() -> None:
         FIRST_RESPONSE.set(False)
 
 
-def run(main: Any) -> Any:
-    """``asyncio.run(main)`` on a :class:`FrontLaneLoop`."""
-    with asyncio.Runner(loop_factory=FrontLaneLoop) as runner:
+# The CPython releases whose BaseEventLoop uses ``_ready`` only as _Lanes
+# assumes (append, popleft, len, truth, clear) and adds I/O callbacks through
+# ``_add_callback``: the lanes replace a private attribute, so a release not
+# read against them runs on the stock loop instead (same results, FIFO order).
+CHECKED_RELEASES = ((3, 11), (3, 12), (3, 13))
+
+
+def supported() -> bool:
+    """Whether this interpreter's asyncio is one the lanes were checked against."""
+    ready = getattr(asyncio.base_events.BaseEventLoop, "_add_callback", None)
+    return (sys.implementation.name == "cpython"
+            and sys.version_info[:2] in CHECKED_RELEASES and callable(ready))
+
+
+def run(main: Any, *, lanes: bool = True) -> Any:
+    """``asyncio.run(main)`` on a :class:`FrontLaneLoop` (``lanes``, on a checked
+    CPython), else on the stock loop."""
+    if lanes and not supported():
+        logging.getLogger(__name__).warning(
+            "front-lane event loop not checked against %s %s: serving on the stock loop",
+            sys.implementation.name, sys.version.split()[0])
+    factory = FrontLaneLoop if lanes and supported() else None
+    with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(main)

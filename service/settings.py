@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     # Server processes sharing the port (``serve --workers`` overrides it);
     # unset: the CPU quota (cgroup cpu.max, else the usable CPUs). See service.workers.
     workers: int | None = Field(default=None, ge=1)
+    # Run each RPC's start ahead of turns already under way (service.priority's
+    # two-lane loop); false: the stock asyncio loop, first in first out.
+    front_lane_loop: bool = True
 
     # --- security (lane s5-secure; docs/security.md, docs/connections.md) ----
     # API key -> tenant. Keys may be given as "sha256:<hex>" (preferred) or in

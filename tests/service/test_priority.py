@@ -176,3 +176,17 @@ def test_a_turn_writes_its_first_event_from_the_front_lane_and_the_rest_from_the
         assert turn[0] == ("TurnStarted", True)
         assert turn[-1][0] == "TurnCompleted"
         assert all(not lane for _, lane in turn[1:]), turn
+
+
+def test_run_falls_back_to_the_stock_loop_when_told_or_unchecked(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def loop_kind() -> type:
+        return type(asyncio.get_running_loop())
+
+    assert priority.run(loop_kind()) is priority.FrontLaneLoop
+    assert priority.run(loop_kind(), lanes=False) is not priority.FrontLaneLoop
+    # An interpreter the lanes were not read against (its private ready queue may differ).
+    monkeypatch.setattr(priority, "CHECKED_RELEASES", ())
+    assert priority.run(loop_kind()) is not priority.FrontLaneLoop
+    assert "stock loop" in caplog.text
