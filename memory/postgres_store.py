@@ -224,8 +224,12 @@ class PostgresMemoryStore:
                 yield conn
             finally:
                 await self._pool.release(conn)
+        # InsufficientResourcesError (class 53): the server refused a new pooled
+        # connection — too many connections (53300, its max_connections or the
+        # role's limit), out of memory — a state of the database, which passes,
+        # not a bug of the request: retryable like an outage, never INTERNAL.
         except (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                asyncpg.CannotConnectNowError) as exc:
+                asyncpg.CannotConnectNowError, asyncpg.InsufficientResourcesError) as exc:
             raise StoreUnavailable(
                 f"the memory database is unavailable ({exc or type(exc).__name__}); "
                 "retry in a few seconds") from exc

@@ -7,7 +7,9 @@ import uuid
 from pathlib import Path
 
 import asyncpg
+import pytest
 
+from diwaniya.errors import StoreUnavailable
 from memory import Kind, NewRecord, PostgresMemoryStore, SqliteMemoryStore, open_store
 from memory.terms import whitespace_keys
 
@@ -51,4 +53,30 @@ async def test_database_url_means_postgres_and_replicas_can_migrate_at_once(
         for s in stores:
             await s.close()
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def test_a_database_out_of_connection_slots_is_unavailable_not_internal(
+    pg_dsn: str
+) -> None:
+    # PostgreSQL refuses a connection past a role's CONNECTION LIMIT with SQLSTATE
+    # 53300, as it does past max_connections: the pool's second connection fails
+    # with asyncpg's TooManyConnectionsError, which must reach callers as the
+    # retryable StoreUnavailable (gRPC UNAVAILABLE), not an unexpected error.
+    role = f"diwaniya_one_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(pg_dsn)
+    await admin.execute(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 1')
+    await admin.execute(f'GRANT ALL ON SCHEMA public TO "{role}"')
+    dsn = pg_dsn.replace("postgres@", f"{role}@", 1)
+    assert dsn != pg_dsn
+    store = await PostgresMemoryStore.connect(dsn, keys=whitespace_keys, min_size=1,
+                                              max_size=2)
+    try:
+        async with store._conn():  # the role's one connection, held
+            with pytest.raises(StoreUnavailable, match="retry"):
+                await store.search("t", "ساعات العمل")
+    finally:
+        await store.close()
+        await admin.execute(f'DROP OWNED BY "{role}"')
+        await admin.execute(f'DROP ROLE "{role}"')
         await admin.close()
