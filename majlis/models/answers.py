@@ -360,6 +360,10 @@ def select_answer(
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
             strength = type_strength(sentence, qtype)
+            if qtype is QuestionType.DEFINITION and _opens_with(sentence, concepts, keys):
+                # «السرطان (بالإنجليزية: Cancer) هو مجموعة من الأمراض…», «محمد رمضان
+                # (23 مايو 1988 -)، ممثل ومغني مصري.»: the subject, then what it is.
+                strength = 1.0
             if duration and strength:
                 # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
                 # a number without a time unit answers a how-long question only weakly.
@@ -466,6 +470,15 @@ def _lead(recalled: Sequence[Recalled], rank: int) -> float:
     if other <= 0:
         return LEAD_CAP if own > 0 else 0.0
     return min(own / other, LEAD_CAP)
+
+
+def _opens_with(sentence: str, concepts: Sequence[frozenset[str]], keys: KeyFunction) -> bool:
+    """Does the sentence's first word name one of the question's concepts?"""
+    words = sentence.split(maxsplit=1)
+    if not words:
+        return False
+    first = _with_skeletons(keys(words[0]), words[0])
+    return any(not c.isdisjoint(first) for c in concepts)
 
 
 def _opens_with_pronoun(sentence: str) -> bool:
