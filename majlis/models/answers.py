@@ -52,6 +52,7 @@ __all__ = [
     "answers_type",
     "display_text",
     "display_topic",
+    "document_lead",
     "looks_dialect",
     "question_type",
     "select_answer",
@@ -108,6 +109,8 @@ class Answer:
     lead: float = 0.0
     # The strongest type evidence in the sentences (qtypes.type_strength: 1, 0.5, 0).
     strength: float = 0.0
+    # How many things the question asks about (its concepts, one per content word).
+    concepts: int = 0
 
     @property
     def text(self) -> str:
@@ -446,8 +449,9 @@ def select_answer(
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
         dialect=dialect,
         chunk_weighted=covered(chunk_keys),
-        lead=_lead(recalled, rank),
+        lead=document_lead(recalled, rank),
         strength=max(chunk[i][4] for i in chosen),
+        concepts=len(concepts),
         # By its own forms (keys, skeletons), not its root: «المستعملة» is not found
         # in «العملاء» because both reduce to ^عمل.
         plain_missing=sum(1 for c, plain in with_plain
@@ -461,7 +465,7 @@ def document_of(item: Recalled) -> str:
     return item.id.split("#", 1)[0]
 
 
-def _lead(recalled: Sequence[Recalled], rank: int) -> float:
+def document_lead(recalled: Sequence[Recalled], rank: int) -> float:
     """The chosen chunk's document's best score over the best other document's
     (:attr:`Answer.lead`); two chunks of one document do not compete."""
     doc = document_of(recalled[rank])

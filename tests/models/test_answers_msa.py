@@ -1,13 +1,16 @@
 """MSA answer selection (issue #10's ARCD target), each fix shown on text written
-for the test: a definition question, and sentences cut inside a parenthesis.
+for the test: a definition question, sentences cut inside a parenthesis, a chance
+match in another chunk, and a question that names no subject.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import nlp
-from majlis.models import Recalled
+from majlis.models import Citation, OfflineResponder, Recalled, ResponderContext
 from majlis.models.answers import QuestionType, question_type, select_answer
 from majlis.models.extract import split_sentences
 from majlis.models.qtypes import type_strength
@@ -68,3 +71,43 @@ def test_a_copula_alone_is_weak_definition_evidence() -> None:
 )
 def test_a_sentence_does_not_end_inside_a_parenthesis(text: str, sentences: list[str]) -> None:
     assert split_sentences(text) == sentences
+
+
+MUSEUM = Recalled(
+    "museum.md#0", "document", "متحف الخط العربي",
+    "يضم متحف الخط العربي أكثر من ألف مخطوطة. افتتح المتحف للزوار عام 1998. "
+    "يقع المتحف في وسط المدينة القديمة.",
+    "", 12.0,
+)
+FAIR = Recalled(
+    "fair.md#0", "document", "معرض الكتاب",
+    "افتتح معرض الخط العربي الدولي في قاعة المؤتمرات يوم الخميس.",
+    "", 6.0,
+)
+POET = Recalled(
+    "poet.md#0", "document", "الشاعر",
+    "ولد الشاعر في بغداد عام 1920. نشر ديوانه الأول عام 1945.", "", 5.0,
+)
+
+
+def _reply(question: str, *docs: Recalled) -> tuple[str, bool]:
+    responder = OfflineResponder(keys=KEYS, expand=nlp.dialect_to_msa,
+                                 dialect_cue=nlp.has_dialect_words)
+    extras: list[Any] = []
+    ctx = ResponderContext(user_text=question, region="msa", is_request=True, recalled=docs)
+    text = responder._answer(ctx, extras)  # the knowledge-base part of compose
+    return text, any(isinstance(e, Citation) for e in extras)
+
+
+def test_the_first_chunk_answers_when_a_chance_match_elsewhere_is_not_grounded() -> None:
+    # «معرض الخط العربي … يوم الخميس» covers more of the question's words, but is about
+    # a fair; the museum's chunk, ranked first and named by the question, answers.
+    text, quoted = _reply("متى افتتح متحف الخط العربي؟", MUSEUM, FAIR)
+    assert "افتتح المتحف للزوار عام 1998" in text and quoted
+
+
+def test_one_word_that_is_not_the_chunks_subject_is_not_answered() -> None:
+    text, quoted = _reply("متى ولد؟", POET)
+    assert not quoted and "1920" not in text
+    text, quoted = _reply("متى ولد الشاعر؟", POET)  # the subject named: answered
+    assert "ولد الشاعر في بغداد عام 1920" in text and quoted
