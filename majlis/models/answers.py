@@ -1,7 +1,8 @@
 """Answer selection: the sentence of the top documents that answers the question's *type*.
 
 A question asks for something: «كم/شكد/قديش» a quantity, «متى/امتى» a time or
-day, «وين/فين» a place or page, «هل/واش» a yes or no, «كيف/شلون» a procedure.
+day, «وين/فين» a place or page, «هل/واش» a yes or no, «كيف/شلون» a procedure,
+«ما هو/من هي» a definition (the sentence that opens with the subject).
 Among the sentences of the recalled documents, the one that covers the
 question's words best wins, with a bonus when it carries what the type asks
 for (a number, a day, a place, a polarity, steps).  Every word comes from the

@@ -2,8 +2,9 @@
 
 «كم/شكد/قديش» asks a quantity, «متى/امتى» a time or day, «وين/فين» a place or
 page, «هل/واش» (or a wh-less «يشمله الضمان؟») a yes or no, «كيف/شلون» a
-procedure.  Split from :mod:`majlis.models.answers` (which chooses among
-sentences) so the typing vocabulary can grow without the selection growing.
+procedure, «ما هو/من هي/شو هي X» (a short subject) a definition.  Split from
+:mod:`majlis.models.answers` (which chooses among sentences) so the typing
+vocabulary can grow without the selection growing.
 
     >>> question_type("قديش بياخد التوصيل؟").value, answers_type("التوصيل خلال يومين.",
     ...     QuestionType.QUANTITY)
