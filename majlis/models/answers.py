@@ -1,7 +1,8 @@
 """Answer selection: the sentence of the top documents that answers the question's *type*.
 
 A question asks for something: «كم/شكد/قديش» a quantity, «متى/امتى» a time or
-day, «وين/فين» a place or page, «هل/واش» a yes or no, «كيف/شلون» a procedure.
+day, «وين/فين» a place or page, «هل/واش» a yes or no, «كيف/شلون» a procedure,
+«ما هو/من هي» a definition (the sentence that opens with the subject).
 Among the sentences of the recalled documents, the one that covers the
 question's words best wins, with a bonus when it carries what the type asks
 for (a number, a day, a place, a polarity, steps).  Every word comes from the
@@ -52,6 +53,7 @@ __all__ = [
     "answers_type",
     "display_text",
     "display_topic",
+    "document_lead",
     "looks_dialect",
     "question_type",
     "select_answer",
@@ -108,6 +110,8 @@ class Answer:
     lead: float = 0.0
     # The strongest type evidence in the sentences (qtypes.type_strength: 1, 0.5, 0).
     strength: float = 0.0
+    # How many things the question asks about (its concepts, one per content word).
+    concepts: int = 0
 
     @property
     def text(self) -> str:
@@ -360,6 +364,10 @@ def select_answer(
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
             strength = type_strength(sentence, qtype)
+            if qtype is QuestionType.DEFINITION and _opens_with(sentence, concepts, keys):
+                # «السرطان (بالإنجليزية: Cancer) هو مجموعة من الأمراض…», «محمد رمضان
+                # (23 مايو 1988 -)، ممثل ومغني مصري.»: the subject, then what it is.
+                strength = 1.0
             if duration and strength:
                 # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
                 # a number without a time unit answers a how-long question only weakly.
@@ -442,8 +450,9 @@ def select_answer(
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
         dialect=dialect,
         chunk_weighted=covered(chunk_keys),
-        lead=_lead(recalled, rank),
+        lead=document_lead(recalled, rank),
         strength=max(chunk[i][4] for i in chosen),
+        concepts=len(concepts),
         # By its own forms (keys, skeletons), not its root: «المستعملة» is not found
         # in «العملاء» because both reduce to ^عمل.
         plain_missing=sum(1 for c, plain in with_plain
@@ -457,7 +466,7 @@ def document_of(item: Recalled) -> str:
     return item.id.split("#", 1)[0]
 
 
-def _lead(recalled: Sequence[Recalled], rank: int) -> float:
+def document_lead(recalled: Sequence[Recalled], rank: int) -> float:
     """The chosen chunk's document's best score over the best other document's
     (:attr:`Answer.lead`); two chunks of one document do not compete."""
     doc = document_of(recalled[rank])
@@ -466,6 +475,15 @@ def _lead(recalled: Sequence[Recalled], rank: int) -> float:
     if other <= 0:
         return LEAD_CAP if own > 0 else 0.0
     return min(own / other, LEAD_CAP)
+
+
+def _opens_with(sentence: str, concepts: Sequence[frozenset[str]], keys: KeyFunction) -> bool:
+    """Does the sentence's first word name one of the question's concepts?"""
+    words = sentence.split(maxsplit=1)
+    if not words:
+        return False
+    first = _with_skeletons(keys(words[0]), words[0])
+    return any(not c.isdisjoint(first) for c in concepts)
 
 
 def _opens_with_pronoun(sentence: str) -> bool:

@@ -8,6 +8,8 @@ shared by a whole article counts less than the word that picks one sentence.
     >>> s = split_sentences("وُلد في المدينة المنورة عام 1958. عمل صحفيًا في جدة.")
     >>> s
     ['وُلد في المدينة المنورة عام 1958.', 'عمل صحفيًا في جدة.']
+    >>> split_sentences("الزعفران (بالإنجليزية: Saffron؛ وبالفارسية: زعفران) هو توابل.")
+    ['الزعفران (بالإنجليزية: Saffron؛ وبالفارسية: زعفران) هو توابل.']
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ __all__ = ["Extract", "best_extract", "split_sentences"]
 # A sentence ends at . ! ? or Arabic ؟ (U+061F) ؛ (U+061B) … (U+2026) followed by
 # space, or at a line break. Requiring the space keeps 3.5 and 1.2.3 whole.
 _BOUNDARY = re.compile("(?<=[.!?\u061f\u061b\u2026])\\s+|\\n+")
+# A parenthesis closed on the same line: a boundary inside it is not one.  An
+# encyclopedic lead names its subject, then gives other spellings in brackets
+# separated by ؛ («محمد علي باشا (بالتركية العثمانية: …؛ وبالتركية الحديثة: …)،
+# هو مؤسس…»): cut there, the subject's sentence would stop before what it says.
+_PARENTHESIS = re.compile(r"\([^()\n]{0,300}\)")
 # A fragment this short ("د." before a name, "ص." for a page) is glued back on.
 _MIN_WORDS = 3
 # A second sentence must add at least this much coverage to be worth its words.
@@ -34,8 +41,16 @@ _MIN_GAIN = 0.1
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text`` in order, original characters untouched."""
+    text = text.strip()
+    inside = [m.span() for m in _PARENTHESIS.finditer(text)]
+    pieces, start = [], 0
+    for cut in _BOUNDARY.finditer(text):
+        if not any(a < cut.start() < b for a, b in inside):
+            pieces.append(text[start:cut.start()])
+            start = cut.end()
+    pieces.append(text[start:])
     out: list[str] = []
-    for piece in _BOUNDARY.split(text.strip()):
+    for piece in pieces:
         piece = piece.strip()
         if not piece:
             continue

@@ -2,8 +2,9 @@
 
 «كم/شكد/قديش» asks a quantity, «متى/امتى» a time or day, «وين/فين» a place or
 page, «هل/واش» (or a wh-less «يشمله الضمان؟») a yes or no, «كيف/شلون» a
-procedure.  Split from :mod:`majlis.models.answers` (which chooses among
-sentences) so the typing vocabulary can grow without the selection growing.
+procedure, «ما هو/من هي/شو هي X» (a short subject) a definition.  Split from
+:mod:`majlis.models.answers` (which chooses among sentences) so the typing
+vocabulary can grow without the selection growing.
 
     >>> question_type("قديش بياخد التوصيل؟").value, answers_type("التوصيل خلال يومين.",
     ...     QuestionType.QUANTITY)
@@ -34,6 +35,7 @@ class QuestionType(StrEnum):
     PLACE = "place"
     YES_NO = "yes_no"
     PROCEDURE = "procedure"
+    DEFINITION = "definition"
     OTHER = "other"
 
 
@@ -89,6 +91,11 @@ _POLARITY_WORDS = frozenset(
     "لا ليس ليست لن لم غير يشمل تشمل يمكن يمكنك ممكن متاح متاحه يحق يجوز نعم مسموح"
     " ممنوع يقبل نقبل تقبل يتوفر تتوفر يوجد توجد مشمول مشموله".split()
 )
+# A definition states its subject, then what it is: «الإيدز … هو مرض يصيب…»,
+# «الشيوعية عبارة عن…», «يعرف التوحد بأنه…».
+_DEFINITION_WORDS = frozenset(
+    "هو هي هم وهو وهي وهم عباره يعرف تعرف يعد تعد يعتبر تعتبر يقصد ويقصد".split()
+)
 _PROCEDURE_WORDS = frozenset(
     "افتح اختر اضغط ادخل اكتب ارسل اتصل تواصل قم اتبع ثم عبر خلال بواسطه طريق يمكنك"
     " يرجي يجب زر تطبيق الاعدادات رابط املا احضر قدم توجه سجل".split()
@@ -102,6 +109,9 @@ _WEAK_EVIDENCE: dict[QuestionType, frozenset[str]] = {
     QuestionType.PROCEDURE: frozenset(
         "ثم عبر خلال بواسطه طريق يمكنك يرجي يجب تطبيق تواصل".split()),
     QuestionType.YES_NO: frozenset("يمكن يمكنك ممكن".split()),
+    # «هو» also stands in sentences about something else («وهو ما يعادل…»); the
+    # strong evidence is a sentence that opens with the subject (answers.py).
+    QuestionType.DEFINITION: _DEFINITION_WORDS,
 }
 _TYPE_EVIDENCE: dict[QuestionType, frozenset[str]] = {
     QuestionType.QUANTITY: _NUMBER_WORDS,
@@ -109,6 +119,7 @@ _TYPE_EVIDENCE: dict[QuestionType, frozenset[str]] = {
     QuestionType.PLACE: _PLACE_WORDS,
     QuestionType.YES_NO: _POLARITY_WORDS,
     QuestionType.PROCEDURE: _PROCEDURE_WORDS,
+    QuestionType.DEFINITION: _DEFINITION_WORDS,
 }
 # Digits answer «كم»; for «متى» a number must come with a time word (أيام، الساعة),
 # else «رسوم التوصيل 25 ريالا» would answer «امتى يوصل الطلب؟».
@@ -174,10 +185,42 @@ def question_type(text: str) -> QuestionType:
         for word in bare[1:4]:
             if word in _MEASURE_NOUNS:
                 return _MEASURE_NOUNS[word]
+    if _asks_definition(words):
+        return QuestionType.DEFINITION
     if "؟" in text or "?" in text:
         if any(w in _YES_NO_CUES for w in words[:4]):
             return QuestionType.YES_NO
     return QuestionType.OTHER
+
+
+# «ما هو السرطان؟», «من هي نانسي عجرم؟», «شو هي الباقة الذهبية؟», «ما معنى…»:
+# what or who, then the copula or a word of defining, asks what the subject *is*.
+_COPULA = frozenset("هو هي هم".split())
+_WHO = frozenset("من مين منو".split())
+_DEFINE = frozenset("تعريف معني مفهوم".split())
+_FUSED = frozenset("ماهو ماهي منهو منهي".split())
+# «ما هي الدولة التي تحد سوريا؟» asks an attribute of another subject, not a definition.
+_RELATIVE = frozenset("التي الذي اللتي اللذي اللي الي اللذين اللواتي".split())
+
+
+# Words naming the subject: more, and the question asks one attribute of it
+# («ما هو اول نادي لعب فيه رونالدو؟»), which a definition would not answer.
+_SUBJECT_WORDS = 3
+
+
+def _asks_definition(words: list[str]) -> bool:
+    if not words or any(w in _RELATIVE for w in words):
+        return False
+    first, second = words[0], words[1] if len(words) > 1 else ""
+    if first in _FUSED or first == "عرف":
+        subject = words[1:]
+    elif first in _WHAT | _WHO and second in _COPULA:
+        subject = words[2:]
+    elif first in _WHAT and second in _DEFINE:
+        subject = words[2:]
+    else:
+        return False
+    return 0 < len(subject) <= _SUBJECT_WORDS
 
 
 def asks_duration(text: str) -> bool:

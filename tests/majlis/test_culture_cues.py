@@ -79,9 +79,18 @@ def test_wellbeing(text: str, wellbeing: bool) -> None:
 @pytest.mark.parametrize("text", [
     "متى يوصل الطلب؟", "ليش الفاتورة عالية", "فين الشحنة", "قديش سعر الباقة",
     "علاش تحبس الكونط", "wein el order?", "كم رسوم التحويل؟",
+    "ما هي الباقة الذهبية", "من هو المسؤول عن الفرع", "في أي فرع يتوفر المنتج",  # no «؟»
 ])
 def test_questions(text: str) -> None:
     assert read_cues(text).question
+
+
+@pytest.mark.parametrize("text", [
+    "كم مرة يمكن تجميد الاشتراك؟", "كم مرة فيني قدم مطالبة؟", "كم مرة يمديني اغير الموعد",
+])
+def test_how_many_times_asks_a_count_not_for_a_person(text: str) -> None:
+    cues = read_cues(text)
+    assert cues.question and not cues.insistence
 
 
 def test_a_greeting_with_a_question_mark_is_not_a_business_question() -> None:
@@ -91,7 +100,7 @@ def test_a_greeting_with_a_question_mark_is_not_a_business_question() -> None:
 
 @pytest.mark.parametrize("text", [
     "ابي اكلم موظف", "حولني على موظف حقيقي", "بدي احكي مع موظف", "عايز اكلم حد من خدمة العملاء",
-    "I want a human agent", "قلت لك الرقم غلط",
+    "I want a human agent", "قلت لك الرقم غلط", "كم مرة اتصلت عليكم والمشكلة نفسها",
 ])
 def test_insistence(text: str) -> None:
     cues = read_cues(text)
