@@ -41,21 +41,24 @@ class QuestionType(StrEnum):
 # أإآ→ا), Arabic and Arabizi.  The first question word in the text decides.
 _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
     QuestionType.QUANTITY: frozenset(
-        "كم بكم كام بكام شكد بشكد قديش بقديش قداش شحال بشحال چم جم"
-        " kam kaam bkam adesh 2adesh addesh shkad ch7al sh7al cham".split()
+        "كم بكم كام بكام شكد بشكد اشكد شقد بشقد قديش بقديش قديه قداش بقداش قداه شحال بشحال"
+        " چم جم"
+        " kam kaam bkam adesh 2adesh addesh 2addesh 2addeh addeh 2adde adde 2adeh adeh"
+        " shkad shgad chkad ch7al sh7al chhal shhal ch7al cham gaddesh".split()
     ),
     QuestionType.TIME: frozenset(
-        "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت ايمته"
-        " emta imta emtaa meta mata waqtash fo9ash".split()
+        "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت اشوكت ايمته وقتيش امتين"
+        " emta imta emtaa imtaa emte imte meta mata mita waqtash waqtach wa9tash wa9tach"
+        " wqtach fo9ash fou9ach foqash shwakit shwaket ashwakit".split()
     ),
     QuestionType.PLACE: frozenset(
-        "اين وين فين منين وينه فينه وينكم فينكم"
-        " wen wein ween fen fein fin feen".split()
+        "اين وين فين منين وينه فينه وينكم فينكم وينو فينو وينها فينها فاين"
+        " wen wein ween wenn fen fein fin feen fayn fain mnin mneen mnein".split()
     ),
-    QuestionType.YES_NO: frozenset("هل واش wach wash hal".split()),
+    QuestionType.YES_NO: frozenset("هل واش wach wash wesh hal".split()),
     QuestionType.PROCEDURE: frozenset(
-        "كيف شلون اشلون ازاي كيفاش كيفيه طريقه"
-        " kif kaif keef shlon ezay izay ezzay kifash kifach".split()
+        "كيف شلون اشلون ازاي كيفاش كيفاه كيفيه طريقه"
+        " kif kaif keef kayf kifeh shlon shloon ezay izay ezzay izzay kifash kifach".split()
     ),
 }
 # Words that make a wh-less question a yes/no one: «يشمله الضمان؟», «اكو فرع؟».
@@ -142,8 +145,9 @@ _DURATION_WORDS = frozenset(
 )
 _WHAT = frozenset("ما ماذا ماهي ماهو شو وش ايش شنو شنهو ايه اشنو شنيه what".split())
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
-_WHICH = frozenset({"اي", "لاي", "باي"})
-_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ".split())
+# Dialect «which»: Egyptian انهي, Iraqi ياتو/يا, Maghrebi اينا/اشمن, Arabizi.
+_WHICH = frozenset("اي لاي باي انهي اينا اشمن ياتو ay ayy anhi ina ashmen".split())
+_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ نهار شهر sa3a youm yom nhar wa9t wa2t".split())
 # Egyptian «قد ايه» (how much / how long), Arabic and Arabizi.
 _HOW_MUCH = frozenset({("قد", "ايه"), ("قد", "اي"), ("ad", "eh"), ("2ad", "eh"), ("ad", "eih")})
 
