@@ -269,7 +269,8 @@ def _concepts_plain(
         found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
                                           roots=dialect)),
                       _with_skeletons(sorted(core), bare, roots=dialect),
-                      not bridged and _ARABIC.match(bare) is not None
+                      (not bridged or _DEFINITE.match(bare) is not None)
+                      and _ARABIC.match(bare) is not None
                       and not verb_shaped(bare) and word not in _MEASURES))
     # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
     # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
@@ -288,6 +289,9 @@ def _concepts_plain(
     return [(frozenset(c), all(flags)) for c, _core, flags in merged]
 
 
+# A definite noun the bridge knows («التقني» → فني, «الكوسيون» → تأمين) still names the
+# subject asked about: a chunk holding none of its MSA words lacks it, as for a plain word.
+_DEFINITE = re.compile("^(?:[وفب]?ال|لل)(?=[\u0621-\u064a]{3})")
 _VERB_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي"})
 _NOUN_ENDING = ("ه", "ات", "ين", "ون", "يه")
 
