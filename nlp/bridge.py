@@ -185,7 +185,10 @@ class Bridge:
                for t in tokens):
             return True
         words = [_arabic_forms(w) for w in tokens]
-        latin = [{w} for w in _LATIN_WORD.findall(text.lower())]
+        # English words the lexicon lists for Arabizi («order», «balance») are no
+        # dialect evidence in an English sentence.
+        english = sum(arabizi_word_score(w) for w in latin_words) < 0
+        latin = [] if english else [{w} for w in latin_words]
         for forms, enclitics in ((words, True), (latin, False)):
             for start in range(len(forms)):
                 for size in range(min(_MAX_PHRASE, len(forms) - start), 0, -1):
