@@ -323,14 +323,15 @@ class Bridge:
 
 # Dialect writing drops the hamza's seat after a long ā: «فوايد، رسايل، سايق، زايد»
 # for فوائد، رسائل، سائق، زائد.  Only inside a word (a letter on both sides).
-_ALEF_YEH = re.compile("(?<=[\u0621-\u064a])اي(?=[\u0621-\u064a])")
+# Not before a final ه/ا: «حمايه، نهايه، قضايا» are written so in MSA too.
+_ALEF_YEH = re.compile("(?<=[\u0621-\u064a])اي(?=[\u0621-\u064a])(?![هوا]$)")
 
 
 def _hamza_seat(word: str) -> str | None:
     """The MSA spelling of a word written without its hamza seat, or None.
 
-    >>> _hamza_seat("زايده"), _hamza_seat("ايام"), _hamza_seat("دفع")
-    ('زائده', None, None)
+    >>> _hamza_seat("زايده"), _hamza_seat("ايام"), _hamza_seat("حمايه"), _hamza_seat("دفع")
+    ('زائده', None, None, None)
     """
     seated = _ALEF_YEH.sub("ائ", word)
     return seated if seated != word else None

@@ -37,6 +37,8 @@ from majlis.models.qtypes import (
     QuestionType,
     answers_type,
     asks_duration,
+    asks_price,
+    carries_price,
     looks_dialect,
     question_type,
     type_strength,
@@ -360,6 +362,7 @@ def select_answer(
     if not concepts or not recalled:
         return None
     duration = asks_duration(question)
+    price = asks_price(question)
     pool: list[tuple[int, int, str, frozenset[str], float]] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
@@ -368,6 +371,9 @@ def select_answer(
                 # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
                 # a number without a time unit answers a how-long question only weakly.
                 strength = 1.0 if type_strength(sentence, QuestionType.TIME) >= 1 else 0.5
+            elif price and strength:
+                # «بكام خطة الحماية؟» wants the fee, not «لمدة سنتين»: likewise for prices.
+                strength = 1.0 if carries_price(sentence) else 0.5
             pool.append((rank, pos, sentence,
                          _with_skeletons(keys(sentence), sentence, roots=dialect),
                          strength))

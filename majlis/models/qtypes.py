@@ -21,6 +21,8 @@ __all__ = [
     "QuestionType",
     "answers_type",
     "asks_duration",
+    "asks_price",
+    "carries_price",
     "fold_words",
     "looks_dialect",
     "question_type",
@@ -192,6 +194,39 @@ def asks_duration(text: str) -> bool:
     """
     return question_type(text) is QuestionType.QUANTITY and any(
         PROCLITIC.sub("", w) in _DURATION_WORDS for w in fold_words(text))
+
+
+# A «كم» question about a price («بكام», «كم السعر», «قديش بتكلف», «شحال خاصني نخلص»):
+# its answer carries a currency, a percentage or «free», not just any number.
+_PRICE_WORDS = frozenset(
+    "بكم بكام بشحال بقديش بقداش بشكد سعر السعر اسعار سعره سعرها رسوم الرسوم رسومها تكلفه"
+    " كلفه يكلف تكلف بيكلف بتكلف ثمن الثمن تمن التمن فلوس مبلغ تاخذون تحاسبون نخلص ندفع"
+    " ادفع bkam b2addesh se3r s3r ra7sum rsoom rosoom floos flous".split()
+)
+_PRICE_EVIDENCE = frozenset(
+    "ريال ريالا ريالات درهم درهما دراهم دينار دينارا دنانير جنيه جنيها جنيهات ليره ليرات"
+    " دولار دولارا يورو بالميه بالمايه مجانا مجاني مجانيه".split()  # folded: ئ → ي
+)
+
+
+def asks_price(text: str) -> bool:
+    """Is a quantity question asking what something costs?
+
+    >>> asks_price("خطة الحماية بكام؟"), asks_price("كم يوم يبقى الطرد؟")
+    (True, False)
+    """
+    return question_type(text) is QuestionType.QUANTITY and not asks_duration(text) and any(
+        w in _PRICE_WORDS or PROCLITIC.sub("", w) in _PRICE_WORDS for w in fold_words(text))
+
+
+def carries_price(sentence: str) -> bool:
+    """Does ``sentence`` state a price: a currency, a percentage or «free»?
+
+    >>> carries_price("تبلغ الرسوم 10 بالمئة من السعر."), carries_price("لمدة سنتين.")
+    (True, False)
+    """
+    return "%" in sentence or "٪" in sentence or any(
+        f in _PRICE_EVIDENCE for w in fold_words(sentence) for f in _forms(w))
 
 
 def _forms(word: str) -> tuple[str, ...]:

@@ -79,3 +79,12 @@ def test_two_unmatched_plain_words_need_a_closer_chunk() -> None:
     # … while one missing word («بالشامبو») keeps the ordinary dialect bar.
     one = "شحال رسوم غسيل السيارة يوميا في الفروع بالشامبو؟"
     assert "30 درهما" in _compose(one, "maghrebi", wash, hours)
+
+
+def test_a_price_question_takes_the_sentence_with_a_currency() -> None:
+    # Both sentences name the plan and carry a number; only one says what it costs.
+    plan = _doc("plan", "باقة العناية", "تغطي باقة العناية الغسيل لمدة سنتين. "
+                "تبلغ رسوم باقة العناية 40 درهما في الشهر.")
+    found = select_answer("باقة العناية بكام؟", [plan], keys=KEYS, stop=STOP,
+                          expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
+    assert found is not None and "40 درهما" in found.text
