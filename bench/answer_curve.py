@@ -6,7 +6,7 @@ The dialect bars (``dialect_grounding_threshold`` 0.6, ``…_plain_…`` 0.7 and
 ``…_typed_…`` 0.5 in :class:`~majlis.models.offline.OfflineResponder`) are shifted
 together by each offset in ``OFFSETS`` and measured on:
 
-* the five support sets (bench/data/support/{dev,test,test2,test3,test4}, all
+* the six support sets (bench/data/support/{dev,test,test2,test3,test4,test5}, all
   development data): ``answers`` = gold fact in the reply, ``abstention`` = the unanswerable
   questions quote no document.  The top 5 chunks are recalled as the service does
   (SQLite store, bridge on), once per question, then only the reply is recomposed.
@@ -16,7 +16,7 @@ together by each offset in ``OFFSETS`` and measured on:
   where the bridge reads a question as dialect.
 
 A second curve moves ``lead_threshold`` (how far the source document must lead the
-recall for a strongly typed sentence to answer a paraphrased question, 5 shipped;
+recall for a strongly typed sentence to answer a paraphrased question, 3 shipped;
 99 turns that path off).  Offset 0 is the shipped setting.  No gRPC here
 (bench/support.py and bench/offline_qa_grpc.py measure the whole service); prints
 a table, writes bench/results/answer_curve.json, the last line is one JSON object.
@@ -42,7 +42,7 @@ import nlp  # noqa: E402
 from majlis.models import Citation, OfflineResponder, Recalled, ResponderContext  # noqa: E402
 from memory import Kind, MemoryStore, NewRecord, kb, open_store  # noqa: E402
 
-SETS = ("dev", "test", "test2", "test3", "test4")
+SETS = ("dev", "test", "test2", "test3", "test4", "test5")
 OFFSETS = (-0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3)
 LEADS = (2.0, 3.0, 5.0, 10.0, 99.0)  # 99: off (Answer.lead is capped at 10)
 BARS = {"dialect_grounding_threshold": 0.6, "dialect_plain_grounding_threshold": 0.7,

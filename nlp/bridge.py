@@ -171,6 +171,11 @@ class Bridge:
         if folded != folded.translate(_BORROWED):
             return True  # گ/چ/ڤ/پ: Iraqi, Gulf or Maghrebi writing
         tokens = _ARABIC_WORD.findall(folded)
+        latin_words = _LATIN_WORD.findall(text.lower())
+        if len(latin_words) > len(tokens) and looks_arabizi(latin_words):
+            # Arabizi is how dialect is typed, never MSA: «shgad y9eer el taghleef?»
+            # names no lexicon word, yet no policy is written that way.
+            return True
         # A dialect verb prefix on a verb the lexicon knows: «بيغطي»، «كتقبلو».
         if any(_VERB_PREFIX.sub("", t) != t and self._lookup_key([{_VERB_PREFIX.sub("", t)}],
                                                                  enclitics=True)
@@ -180,7 +185,10 @@ class Bridge:
                for t in tokens):
             return True
         words = [_arabic_forms(w) for w in tokens]
-        latin = [{w} for w in _LATIN_WORD.findall(text.lower())]
+        # English words the lexicon lists for Arabizi («order», «balance») are no
+        # dialect evidence in an English sentence.
+        english = sum(arabizi_word_score(w) for w in latin_words) < 0
+        latin = [] if english else [{w} for w in latin_words]
         for forms, enclitics in ((words, True), (latin, False)):
             for start in range(len(forms)):
                 for size in range(min(_MAX_PHRASE, len(forms) - start), 0, -1):
@@ -218,6 +226,8 @@ class Bridge:
                 yield (bare,)  # «كتقبلو» → «تقبلو»: without its prefix, the MSA verb
             elif token in borrowed:
                 yield (token,)  # «وگت» → «وقت», «الگيمة» → «القيمة»: the MSA spelling
+            elif (seated := _hamza_seat(strip_proclitics(token))) is not None:
+                yield (seated,)  # «زايدة» → «زائدة», «السايق» → «سائق»
         latin_words = _LATIN_WORD.findall(text.lower())
         latin = [{w} for w in latin_words]
         yield from self._scan(latin, enclitics=False)
@@ -311,6 +321,22 @@ class Bridge:
         return None
 
 
+# Dialect writing drops the hamza's seat after a long ā: «فوايد، رسايل، سايق، زايد»
+# for فوائد، رسائل، سائق، زائد.  Only inside a word (a letter on both sides).
+# Not before a final ه/ا: «حمايه، نهايه، قضايا» are written so in MSA too.
+_ALEF_YEH = re.compile("(?<=[\u0621-\u064a])اي(?=[\u0621-\u064a])(?![هوا]$)")
+
+
+def _hamza_seat(word: str) -> str | None:
+    """The MSA spelling of a word written without its hamza seat, or None.
+
+    >>> _hamza_seat("زايده"), _hamza_seat("ايام"), _hamza_seat("حمايه"), _hamza_seat("دفع")
+    ('زائده', None, None, None)
+    """
+    seated = _ALEF_YEH.sub("ائ", word)
+    return seated if seated != word else None
+
+
 def _peel(word: str) -> str:
     for suffix in _ENCLITICS:
         if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM_FOR_ENCLITIC:
@@ -397,6 +423,8 @@ def has_dialect_words(text: str) -> bool:
     """Does ``text`` use regional dialect words (the lexicon's, not its MSA-shared ones)?
 
     >>> has_dialect_words("الضمان بيغطي ده؟"), has_dialect_words("هل يشمل الضمان الكسر؟")
+    (True, False)
+    >>> has_dialect_words("shgad y9eer el taghleef?"), has_dialect_words("what is the fee?")
     (True, False)
     """
     return load_bridge().has_dialect_words(text)

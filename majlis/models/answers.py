@@ -38,6 +38,8 @@ from majlis.models.qtypes import (
     QuestionType,
     answers_type,
     asks_duration,
+    asks_price,
+    carries_price,
     looks_dialect,
     question_type,
     type_strength,
@@ -273,7 +275,8 @@ def _concepts_plain(
         found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
                                           roots=dialect)),
                       _with_skeletons(sorted(core), bare, roots=dialect),
-                      not bridged and _ARABIC.match(bare) is not None
+                      (not bridged or _DEFINITE.match(bare) is not None)
+                      and _ARABIC.match(bare) is not None
                       and not verb_shaped(bare) and word not in _MEASURES))
     # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
     # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
@@ -292,6 +295,9 @@ def _concepts_plain(
     return [(frozenset(c), all(flags)) for c, _core, flags in merged]
 
 
+# A definite noun the bridge knows («التقني» → فني, «الكوسيون» → تأمين) still names the
+# subject asked about: a chunk holding none of its MSA words lacks it, as for a plain word.
+_DEFINITE = re.compile("^(?:[وفب]?ال|لل)(?=[\u0621-\u064a]{3})")
 _VERB_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي"})
 _NOUN_ENDING = ("ه", "ات", "ين", "ون", "يه")
 
@@ -360,6 +366,7 @@ def select_answer(
     if not concepts or not recalled:
         return None
     duration = asks_duration(question)
+    price = asks_price(question)
     pool: list[tuple[int, int, str, frozenset[str], float]] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
@@ -372,6 +379,9 @@ def select_answer(
                 # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
                 # a number without a time unit answers a how-long question only weakly.
                 strength = 1.0 if type_strength(sentence, QuestionType.TIME) >= 1 else 0.5
+            elif price and strength:
+                # «بكام خطة الحماية؟» wants the fee, not «لمدة سنتين»: likewise for prices.
+                strength = 1.0 if carries_price(sentence) else 0.5
             pool.append((rank, pos, sentence,
                          _with_skeletons(keys(sentence), sentence, roots=dialect),
                          strength))

@@ -35,6 +35,7 @@ from typing import Any
 
 from majlis.models import support
 from majlis.models.answers import (
+    LEAD_CAP,
     MSA_CHUNKS,
     Answer,
     Expander,
@@ -86,7 +87,9 @@ class OfflineResponder:
         dialect_answer_threshold: float = 0.1,
         clarify_threshold: float = 0.25,
         tool_threshold: float = 0.5,
-        lead_threshold: float = 5.0,
+        lead_threshold: float = 3.0,
+        lead_plain_missing: int = 1,
+        dialect_two_missing_grounding_threshold: float = 0.8,
         lead_grounding_threshold: float = 0.3,
         lead_answer_threshold: float = 0.05,
         compete_threshold: float = 2.0,
@@ -107,6 +110,8 @@ class OfflineResponder:
         self._clarify_threshold = clarify_threshold
         self._tool_threshold = tool_threshold
         self._lead = lead_threshold
+        self._lead_plain = lead_plain_missing
+        self._dialect_two_missing = dialect_two_missing_grounding_threshold
         self._lead_grounding = lead_grounding_threshold
         self._lead_answer = lead_answer_threshold
         self._compete = compete_threshold
@@ -241,10 +246,15 @@ class OfflineResponder:
         A document retrieval clearly put first (Answer.lead ≥ ``lead_threshold``)
         whose sentence carries strong evidence of what was asked (the number, the
         day, the page: Answer.strength 1) answers even when the question paraphrases
-        it («تحتسب فائدة» for «لا تفرض أي فوائد») — when no plain MSA word is
-        unmatched: «سعر الذهب» names a subject even a clear document lacks (allowing
-        one traded 1 of 75 unanswerables for 6 of 410 answers on the support sets).
-        Curve: bench/answer_curve.py; support sets and ARCD in bench/results.
+        it («تحتسب فائدة» for «لا تفرض أي فوائد») — when no plain MSA word is unmatched,
+        or one (``lead_plain_missing``) when another document was recalled to lead:
+        «سعر الذهب» names a subject even a clear document lacks.  Two unmatched plain
+        words in a dialect question name another subject more surely than one: the bar
+        rises to ``dialect_two_missing_grounding_threshold``.  Measured together on the
+        six support sets (session 7: lead 5 → 3, one plain word allowed against a
+        competitor, 0.8 for two): answers 328 → 330 of 498, unanswerables abstained
+        80 → 81 of 90, ARCD over gRPC unchanged.  Curve: bench/answer_curve.py;
+        support sets and ARCD in bench/results.
 
         An MSA question of one word that is not the chunk's title («متى ولد؟», «من
         امه؟») names no subject: any chunk holding the word would seem to answer
@@ -257,8 +267,11 @@ class OfflineResponder:
             # «متى ولد؟», «من امه؟»: one word asked, and not the chunk's subject — the
             # question names no subject; any chunk holding «ولد» would seem to answer.
             return False
+        # One unmatched plain word is forgiven only against a competing document: a
+        # document alone in the recall (lead at its cap) leads by default.
+        forgiven = self._lead_plain if found.lead < LEAD_CAP else 0
         if (found.lead >= self._lead and found.strength >= 1.0
-                and not found.plain_missing
+                and found.plain_missing <= forgiven
                 and found.coverage >= self._lead_answer
                 and found.grounding >= self._lead_grounding):
             return True
@@ -266,6 +279,8 @@ class OfflineResponder:
         grounding = self._dialect_grounding if dialect else self._grounding_threshold
         if dialect and found.plain_missing:
             grounding = self._dialect_plain_grounding
+        if dialect and found.plain_missing >= 2:
+            grounding = max(grounding, self._dialect_two_missing)
         if dialect and not found.plain_missing and found.typed:
             grounding = min(grounding, self._dialect_typed_grounding)
         coverage = self._dialect_answer if dialect else self._answer_threshold

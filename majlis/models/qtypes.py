@@ -22,6 +22,8 @@ __all__ = [
     "QuestionType",
     "answers_type",
     "asks_duration",
+    "asks_price",
+    "carries_price",
     "fold_words",
     "looks_dialect",
     "question_type",
@@ -43,21 +45,24 @@ class QuestionType(StrEnum):
 # أإآ→ا), Arabic and Arabizi.  The first question word in the text decides.
 _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
     QuestionType.QUANTITY: frozenset(
-        "كم بكم كام بكام شكد بشكد قديش بقديش قداش شحال بشحال چم جم"
-        " kam kaam bkam adesh 2adesh addesh shkad ch7al sh7al cham".split()
+        "كم بكم كام بكام شكد بشكد اشكد شقد بشقد قديش بقديش قديه قداش بقداش قداه شحال بشحال"
+        " چم جم"
+        " kam kaam bkam adesh 2adesh addesh 2addesh 2addeh addeh 2adde adde 2adeh adeh"
+        " shkad shgad chkad ch7al sh7al chhal shhal ch7al cham gaddesh".split()
     ),
     QuestionType.TIME: frozenset(
-        "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت ايمته"
-        " emta imta emtaa meta mata waqtash fo9ash".split()
+        "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت اشوكت ايمته وقتيش امتين"
+        " emta imta emtaa imtaa emte imte meta mata mita waqtash waqtach wa9tash wa9tach"
+        " wqtach fo9ash fou9ach foqash shwakit shwaket ashwakit".split()
     ),
     QuestionType.PLACE: frozenset(
-        "اين وين فين منين وينه فينه وينكم فينكم"
-        " wen wein ween fen fein fin feen".split()
+        "اين وين فين منين وينه فينه وينكم فينكم وينو فينو وينها فينها فاين"
+        " wen wein ween wenn fen fein fin feen fayn fain mnin mneen mnein".split()
     ),
-    QuestionType.YES_NO: frozenset("هل واش wach wash hal".split()),
+    QuestionType.YES_NO: frozenset("هل واش wach wash wesh hal".split()),
     QuestionType.PROCEDURE: frozenset(
-        "كيف شلون اشلون ازاي كيفاش كيفيه طريقه"
-        " kif kaif keef shlon ezay izay ezzay kifash kifach".split()
+        "كيف شلون اشلون ازاي كيفاش كيفاه كيفيه طريقه"
+        " kif kaif keef kayf kifeh shlon shloon ezay izay ezzay izzay kifash kifach".split()
     ),
 }
 # Words that make a wh-less question a yes/no one: «يشمله الضمان؟», «اكو فرع؟».
@@ -153,8 +158,9 @@ _DURATION_WORDS = frozenset(
 )
 _WHAT = frozenset("ما ماذا ماهي ماهو شو وش ايش شنو شنهو ايه اشنو شنيه what".split())
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
-_WHICH = frozenset({"اي", "لاي", "باي"})
-_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ".split())
+# Dialect «which»: Egyptian انهي, Iraqi ياتو/يا, Maghrebi اينا/اشمن, Arabizi.
+_WHICH = frozenset("اي لاي باي انهي اينا اشمن ياتو ay ayy anhi ina ashmen".split())
+_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ نهار شهر sa3a youm yom nhar wa9t wa2t".split())
 # Egyptian «قد ايه» (how much / how long), Arabic and Arabizi.
 _HOW_MUCH = frozenset({("قد", "ايه"), ("قد", "اي"), ("ad", "eh"), ("2ad", "eh"), ("ad", "eih")})
 
@@ -231,6 +237,39 @@ def asks_duration(text: str) -> bool:
     """
     return question_type(text) is QuestionType.QUANTITY and any(
         PROCLITIC.sub("", w) in _DURATION_WORDS for w in fold_words(text))
+
+
+# A «كم» question about a price («بكام», «كم السعر», «قديش بتكلف», «شحال خاصني نخلص»):
+# its answer carries a currency, a percentage or «free», not just any number.
+_PRICE_WORDS = frozenset(
+    "بكم بكام بشحال بقديش بقداش بشكد سعر السعر اسعار سعره سعرها رسوم الرسوم رسومها تكلفه"
+    " كلفه يكلف تكلف بيكلف بتكلف ثمن الثمن تمن التمن فلوس مبلغ تاخذون تحاسبون نخلص ندفع"
+    " ادفع bkam b2addesh se3r s3r ra7sum rsoom rosoom floos flous".split()
+)
+_PRICE_EVIDENCE = frozenset(
+    "ريال ريالا ريالات درهم درهما دراهم دينار دينارا دنانير جنيه جنيها جنيهات ليره ليرات"
+    " دولار دولارا يورو بالميه بالمايه مجانا مجاني مجانيه".split()  # folded: ئ → ي
+)
+
+
+def asks_price(text: str) -> bool:
+    """Is a quantity question asking what something costs?
+
+    >>> asks_price("خطة الحماية بكام؟"), asks_price("كم يوم يبقى الطرد؟")
+    (True, False)
+    """
+    return question_type(text) is QuestionType.QUANTITY and not asks_duration(text) and any(
+        w in _PRICE_WORDS or PROCLITIC.sub("", w) in _PRICE_WORDS for w in fold_words(text))
+
+
+def carries_price(sentence: str) -> bool:
+    """Does ``sentence`` state a price: a currency, a percentage or «free»?
+
+    >>> carries_price("تبلغ الرسوم 10 بالمئة من السعر."), carries_price("لمدة سنتين.")
+    (True, False)
+    """
+    return "%" in sentence or "٪" in sentence or any(
+        f in _PRICE_EVIDENCE for w in fold_words(sentence) for f in _forms(w))
 
 
 def _forms(word: str) -> tuple[str, ...]:
