@@ -1,6 +1,6 @@
 """Support questions in dialect over short MSA policy documents, through the whole service.
 
-``.venv/bin/python bench/support.py [--set dev|test|test2|test3|test4|test5]``
+``.venv/bin/python bench/support.py [--set dev|test|test2|test3|test4|test5|test6]``
 
 Data (``bench/data/support/<set>/``, written for this bench from knowledge of
 the dialects): ``docs/*.md`` short MSA policies; ``questions.tsv`` (region,
@@ -241,7 +241,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("dev", "test", "test2", "test3", "test4", "test5"),
+    parser.add_argument("--set", choices=("dev", "test", "test2", "test3", "test4", "test5", "test6"),
                         default="dev")
     parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
     parser.add_argument("--show-misses", action="store_true",
