@@ -241,8 +241,8 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("dev", "test", "test2", "test3", "test4", "test5", "test6"),
-                        default="dev")
+    sets = ("dev", "test", "test2", "test3", "test4", "test5", "test6")
+    parser.add_argument("--set", choices=sets, default="dev")
     parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
     parser.add_argument("--show-misses", action="store_true",
                         help="print every missed question to stderr (dev tuning)")
