@@ -13,9 +13,10 @@ import time
 import weakref
 from typing import Any
 
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import ConfigurationError, Unavailable
@@ -48,6 +49,35 @@ async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
     if last is not None and now - last < IDLE_CHECK_S and not conn.broken:
         return
     await AsyncConnectionPool.check_connection(conn)
+
+
+class TurnSaver(AsyncPostgresSaver):
+    """LangGraph's PostgreSQL saver, reading a checkpoint's pending writes on the loop.
+
+    ``AsyncPostgresSaver`` deserialises a checkpoint's pending writes in a
+    worker thread (``asyncio.to_thread``), once for every checkpoint a
+    continuing turn starts from. A turn run with ``durability="exit"`` leaves
+    none (majlis.fence): the hop — a thread-pool submit, a wake-up, the GIL
+    handed over and back, a self-pipe write to wake the loop — deserialised an
+    empty list, and was most of what a continuing turn cost over a fresh one.
+    A checkpoint that does hold writes (one written by an older version) is
+    still read correctly, only on the loop. Everything else is the saver's own.
+    """
+
+    async def _load_checkpoint_tuple(self, value: DictRow) -> CheckpointTuple:
+        thread_id, ns = value["thread_id"], value["checkpoint_ns"]
+        parent = value["parent_checkpoint_id"]
+        return CheckpointTuple(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                              "checkpoint_id": value["checkpoint_id"]}},
+            {**value["checkpoint"],
+             "channel_values": {**(value["checkpoint"].get("channel_values") or {}),
+                                **self._load_blobs(value["channel_values"])}},
+            value["metadata"],
+            ({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                               "checkpoint_id": parent}} if parent else None),
+            self._load_writes(value["pending_writes"]),
+        )
 
 
 async def _configure(conn: AsyncConnection[Any]) -> None:
@@ -180,7 +210,7 @@ async def open_postgres(
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
     # Checkpoints kept per thread, idle expiry (majlis.retention): the stores apply them.
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters, retention=retention)
-    saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
+    saver = DeferredSaver(TurnSaver(pool, serde=checkpoint_serde()))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
                        retry_after_s=o.retry_after_s,
                        turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})))
