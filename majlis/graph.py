@@ -5,7 +5,8 @@ While the thread is handed off to a person, phase → hold → remember instead
 settle → remember: the held tool call runs (or is declined) as a turn of its
 own, through the same engine path as a message (lock, deadline, replay, commit).
 After remember, at the turn boundary, compact folds the oldest turns into the
-thread's summary when the history passed the tenant's budget (majlis.compaction).
+thread's summary when the history passed the tenant's budget (majlis.compaction);
+a process none of whose tenants compacts builds the graph without that route.
 """
 
 from __future__ import annotations
@@ -97,8 +98,10 @@ def build_graph(
     deps: GraphDeps, checkpointer: BaseCheckpointSaver[Any]
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph = StateGraph(ThreadState)
+    compaction = Compaction(deps.tenants)
     for name, node in nodes(deps).items():
-        graph.add_node(name, _traced(name, node))
+        if name != COMPACT or compaction.enabled:
+            graph.add_node(name, _traced(name, node))
     graph.add_conditional_edges(START, _entry, {"settle": "settle", "analyse": "analyse"})
     graph.add_edge("analyse", "phase")
     graph.add_conditional_edges("phase", _after_phase, {"hold": "hold", "recall": "recall"})
@@ -106,10 +109,16 @@ def build_graph(
     graph.add_edge("recall", "respond")
     graph.add_edge("respond", "remember")
     graph.add_edge("settle", "remember")
-    # At the turn boundary: fold the oldest turns when the history passed the budget.
-    graph.add_conditional_edges("remember", _compaction_route(Compaction(deps.tenants)),
-                                {COMPACT: COMPACT, END: END})
-    graph.add_edge(COMPACT, END)
+    if compaction.enabled:
+        # At the turn boundary: fold the oldest turns when the history passed the budget.
+        graph.add_conditional_edges("remember", _compaction_route(compaction),
+                                    {COMPACT: COMPACT, END: END})
+        graph.add_edge(COMPACT, END)
+    else:
+        # No tenant compacts (the tenants are fixed for the process): the route
+        # would answer END every turn, and LangGraph would still run it as a
+        # task, reading a copy of the whole history (``messages``) to do so.
+        graph.add_edge("remember", END)
     return graph.compile(checkpointer=checkpointer)
 
 
