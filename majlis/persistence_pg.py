@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from typing import Any
+from typing import Any, cast
 
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
@@ -70,9 +70,10 @@ class TurnSaver(AsyncPostgresSaver):
         return CheckpointTuple(
             {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                               "checkpoint_id": value["checkpoint_id"]}},
-            {**value["checkpoint"],
-             "channel_values": {**(value["checkpoint"].get("channel_values") or {}),
-                                **self._load_blobs(value["channel_values"])}},
+            cast(Checkpoint, {
+                **value["checkpoint"],
+                "channel_values": {**(value["checkpoint"].get("channel_values") or {}),
+                                   **self._load_blobs(value["channel_values"])}}),
             value["metadata"],
             ({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                "checkpoint_id": parent}} if parent else None),
