@@ -1,8 +1,9 @@
 """The conversation graph: analyse → phase → recall → respond → remember (→ compact).
 
-Five steps, three LangGraph nodes on a message's path: analyse+phase and
-recall+respond each run as one node (:func:`_chained`), every step still in
-its own ``graph.node <step>`` span.
+Five steps, two LangGraph nodes on a message's path: analyse+phase, then
+recall+respond+remember (hold+remember while handed off, settle+remember for
+an approval) each run as one node (:func:`_chained`), every step still in its
+own ``graph.node <step>`` span.
 
 While the thread is handed off to a person, phase → hold → remember instead
 (an acknowledgement; no knowledge base, no model). An approval enters at
@@ -93,7 +94,7 @@ def _chained(*steps: tuple[str, Callable[..., Any]]) -> Callable[..., Any]:
     task (config, callbacks, ids), running it under the retry wrapper,
     applying its writes and building a checkpoint after it: about 1.8 M
     instructions a step (callgrind, the in-process engine at 8 streams),
-    a seventh of a turn for each of the two steps merged.
+    about a seventh of a turn for each step merged.
     """
     traced = [(name, _traced(name, step)) for name, step in steps]
 
@@ -112,7 +113,7 @@ def _chained(*steps: tuple[str, Callable[..., Any]]) -> Callable[..., Any]:
 def nodes(deps: GraphDeps) -> dict[str, Callable[..., Any]]:
     """Every step of the graph by name — the one place they are made (a wrapper, e.g.
     a tracing span per step, goes around this mapping; :func:`build_graph` runs
-    analyse+phase and recall+respond as one LangGraph node each)."""
+    the steps that follow each other as one LangGraph node)."""
     return {
         "analyse": _inline(Analyse(deps.identifier)),
         "phase": _inline(PhaseNode(deps.tenants, long_gap=deps.long_gap)),
@@ -131,31 +132,35 @@ def build_graph(
     graph = StateGraph(ThreadState)
     compaction = Compaction(deps.tenants)
     steps = nodes(deps)
-    # analyse → phase and recall → respond always follow each other: each pair
-    # is one LangGraph node (named after its first step; :func:`_chained`),
-    # with a span per step as before (``graph.node phase`` …).
-    graph.add_node("analyse", _chained(("analyse", steps.pop("analyse")),
-                                       ("phase", steps.pop("phase"))))
-    graph.add_node("recall", _chained(("recall", steps.pop("recall")),
-                                      ("respond", steps.pop("respond"))))
-    for name, node in steps.items():
-        if name != COMPACT or compaction.enabled:
-            graph.add_node(name, _traced(name, node))
+    remember = ("remember", steps["remember"])
+    # Steps that always follow each other run as one LangGraph node (named
+    # after its first step; :func:`_chained`), each in its own span as before
+    # (``graph.node phase`` …): analyse → phase, then recall → respond →
+    # remember, hold → remember or settle → remember to the turn's end.
+    graph.add_node("analyse", _chained(("analyse", steps["analyse"]), ("phase", steps["phase"])))
+    graph.add_node("recall", _chained(("recall", steps["recall"]),
+                                      ("respond", steps["respond"]), remember))
+    graph.add_node("hold", _chained(("hold", steps["hold"]), remember))
+    graph.add_node("settle", _chained(("settle", steps["settle"]), remember))
+    # ``remember`` alone is reached by no edge: ReleaseHandoff writes its
+    # change as this node (``aupdate_state(as_node="remember")``).
+    graph.add_node("remember", _traced(*remember))
     graph.add_conditional_edges(START, _entry, {"settle": "settle", "analyse": "analyse"})
     graph.add_conditional_edges("analyse", _after_phase, {"hold": "hold", "recall": "recall"})
-    graph.add_edge("hold", "remember")
-    graph.add_edge("recall", "remember")
-    graph.add_edge("settle", "remember")
+    ends = ("recall", "hold", "settle", "remember")
     if compaction.enabled:
+        graph.add_node(COMPACT, _traced(COMPACT, steps[COMPACT]))
         # At the turn boundary: fold the oldest turns when the history passed the budget.
-        graph.add_conditional_edges("remember", _compaction_route(compaction),
-                                    {COMPACT: COMPACT, END: END})
+        for name in ends:
+            graph.add_conditional_edges(name, _compaction_route(compaction),
+                                        {COMPACT: COMPACT, END: END})
         graph.add_edge(COMPACT, END)
     else:
         # No tenant compacts (the tenants are fixed for the process): the route
         # would answer END every turn, and LangGraph would still run it as a
         # task, reading a copy of the whole history (``messages``) to do so.
-        graph.add_edge("remember", END)
+        for name in ends:
+            graph.add_edge(name, END)
     return graph.compile(checkpointer=checkpointer)
 
 
