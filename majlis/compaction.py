@@ -12,7 +12,7 @@ budget (``DIWANIYA_COMPACTION_TOKENS``; 0 = off), the turns before the latest
   instead, and the failure is logged;
 * extractively otherwise (offline, deterministic).
 
-Where it runs: the ``compact`` node, after ``remember`` (the last node that
+Where it runs: the ``compact`` node, after ``remember`` (the last step that
 appends the turn's messages), reached only when :meth:`Compaction.route` says
 so — with compaction off for a tenant that is one integer compare per turn,
 and with it off for every tenant of the process the graph has neither the
