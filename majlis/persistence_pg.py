@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from collections.abc import Collection
 from typing import Any, cast
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
@@ -24,6 +25,7 @@ from majlis.fence import DeferredSaver
 from majlis.limit_storage import PG_DDL as LIMITS_DDL
 from majlis.persistence import IDLE_CHECK_S, Persistence, PoolOptions, checkpoint_serde
 from majlis.retention import RetentionPolicy
+from majlis.state import TURN_RECORDS
 from majlis.threads_pg import PostgresThreadStore
 from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
 from majlis.turn_log import PG_DDL as TURN_EVENTS_DDL
@@ -61,8 +63,26 @@ class TurnSaver(AsyncPostgresSaver):
     handed over and back, a self-pipe write to wake the loop — deserialised an
     empty list, and was most of what a continuing turn cost over a fresh one.
     A checkpoint that does hold writes (one written by an older version) is
-    still read correctly, only on the loop. Everything else is the saver's own.
+    still read correctly, only on the loop.
+
+    ``scratch`` channels are not deserialised when a checkpoint is loaded:
+    the turn records (majlis.state.TURN_RECORDS), which every turn's input
+    replaces before any step reads them — rebuilding the last turn's six
+    records through the serde's Python hooks was most of a continuing turn's
+    checkpoint decoding. They are still written with every checkpoint.
+    Everything else is the saver's own.
     """
+
+    def __init__(self, conn: Any, *, serde: Any = None,
+                 scratch: Collection[str] = TURN_RECORDS) -> None:
+        super().__init__(conn, serde=serde)
+        self._scratch = frozenset(s.encode() for s in scratch)
+
+    def _load_blobs(self, blob_values: list[tuple[bytes, bytes, bytes]]) -> dict[str, Any]:
+        if not blob_values:
+            return {}
+        return {k.decode(): self.serde.loads_typed((t.decode(), v))
+                for k, t, v in blob_values if k not in self._scratch and t != b"empty"}
 
     async def _load_checkpoint_tuple(self, value: DictRow) -> CheckpointTuple:
         thread_id, ns = value["thread_id"], value["checkpoint_ns"]

@@ -13,7 +13,9 @@ Invariants:
 * The turn records (``input`` … ``outcome``, see majlis.records) are scratch
   space for the running turn: :func:`turn_start` sets ``input`` and clears the
   others, and each step (analyse … remember; majlis.graph runs several
-  as one LangGraph node) writes exactly one of them.
+  as one LangGraph node) writes exactly one of them. So a checkpoint's
+  records are never read again: the PostgreSQL saver leaves them out when it
+  loads one (majlis.persistence_pg.TurnSaver).
 * Replay records of request ids are not here: they live in the request table,
   written in the same fenced commit as the checkpoint (docs/fencing.md).
   Checkpoints from before that still carry a ``completed`` channel, and those
@@ -85,10 +87,13 @@ class ThreadState(TypedDict, total=False):
     outcome: CompletedTurn | None
 
 
+# The turn records' channels: every turn's input sets or clears each of them.
+TURN_RECORDS = ("input", "analysis", "setting", "recollection", "reply", "outcome")
+
+
 def turn_start(inp: TurnInput) -> dict[str, Any]:
     """The graph input of a turn: its ``input``, and every other turn record cleared."""
-    return {"input": inp, "analysis": None, "setting": None, "recollection": None,
-            "reply": None, "outcome": None}
+    return {"input": inp, **dict.fromkeys(TURN_RECORDS[1:])}
 
 
 def held_calls(state: ThreadState) -> dict[str, HeldCall]:
