@@ -19,7 +19,8 @@ p50/p95/p99, errors by gRPC status, and the server's CPU per turn (utime +
 stime of the server process and its workers, from /proc/<pid>/stat).
 
 In the same run, after the service has stopped, the same concurrency drives a
-bare graph of the service's shape in this process: five nodes in a line, an
+bare graph of the service's shape in this process: five nodes in a line (the
+service's five steps, which it runs as three LangGraph nodes, majlis.graph), an
 AsyncPostgresSaver on an equally configured psycopg pool, ``durability="exit"``
 — the anchor for "how much does the service add".  Its turns/s and CPU per
 turn are printed with the ratio service / bare.

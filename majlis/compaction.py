@@ -12,9 +12,11 @@ budget (``DIWANIYA_COMPACTION_TOKENS``; 0 = off), the turns before the latest
   instead, and the failure is logged;
 * extractively otherwise (offline, deterministic).
 
-Where it runs: the ``compact`` node, after ``remember`` (the last node that
+Where it runs: the ``compact`` node, after ``remember`` (the last step that
 appends the turn's messages), reached only when :meth:`Compaction.route` says
-so — with compaction off that is one integer compare per turn. It writes
+so — with compaction off for a tenant that is one integer compare per turn,
+and with it off for every tenant of the process the graph has neither the
+route nor the node (:attr:`Compaction.enabled`). It writes
 ``messages`` with :class:`langgraph.types.Overwrite` (the channel's reducer
 appends; an overwrite replaces, the equivalent of ``RemoveMessage`` for our
 dict messages) and ``summary`` in the same step, so both land in the turn's
@@ -124,6 +126,12 @@ class Compaction:
 
     def __init__(self, tenants: Tenants) -> None:
         self._tenants = tenants
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any tenant compacts (without one the graph has no route to ``compact``)."""
+        every = (self._tenants.default, *self._tenants.overrides.values())
+        return any(t.compaction.tokens for t in every)
 
     def route(self, state: ThreadState) -> str:
         """After ``remember``: ``compact`` when the history passed the budget, else END."""

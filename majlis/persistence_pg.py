@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from typing import Any
+from collections.abc import Collection
+from typing import Any, cast
 
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import ConfigurationError, Unavailable
@@ -23,6 +25,7 @@ from majlis.fence import DeferredSaver
 from majlis.limit_storage import PG_DDL as LIMITS_DDL
 from majlis.persistence import IDLE_CHECK_S, Persistence, PoolOptions, checkpoint_serde
 from majlis.retention import RetentionPolicy
+from majlis.state import TURN_RECORDS
 from majlis.threads_pg import PostgresThreadStore
 from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
 from majlis.turn_log import PG_DDL as TURN_EVENTS_DDL
@@ -48,6 +51,54 @@ async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
     if last is not None and now - last < IDLE_CHECK_S and not conn.broken:
         return
     await AsyncConnectionPool.check_connection(conn)
+
+
+class TurnSaver(AsyncPostgresSaver):
+    """LangGraph's PostgreSQL saver, reading a checkpoint's pending writes on the loop.
+
+    ``AsyncPostgresSaver`` deserialises a checkpoint's pending writes in a
+    worker thread (``asyncio.to_thread``), once for every checkpoint a
+    continuing turn starts from. A turn run with ``durability="exit"`` leaves
+    none (majlis.fence): the hop — a thread-pool submit, a wake-up, the GIL
+    handed over and back, a self-pipe write to wake the loop — deserialised an
+    empty list, and was most of what a continuing turn cost over a fresh one.
+    A checkpoint that does hold writes (one written by an older version) is
+    still read correctly, only on the loop.
+
+    ``scratch`` channels are not deserialised when a checkpoint is loaded:
+    the turn records (majlis.state.TURN_RECORDS), which every turn's input
+    replaces before any step reads them — rebuilding the last turn's six
+    records through the serde's Python hooks was most of a continuing turn's
+    checkpoint decoding. They are still written with every checkpoint.
+    Everything else is the saver's own.
+    """
+
+    def __init__(self, conn: Any, *, serde: Any = None,
+                 scratch: Collection[str] = TURN_RECORDS) -> None:
+        super().__init__(conn, serde=serde)
+        self._scratch = frozenset(s.encode() for s in scratch)
+
+    def _load_blobs(self, blob_values: list[tuple[bytes, bytes, bytes]]) -> dict[str, Any]:
+        if not blob_values:
+            return {}
+        return {k.decode(): self.serde.loads_typed((t.decode(), v))
+                for k, t, v in blob_values if k not in self._scratch and t != b"empty"}
+
+    async def _load_checkpoint_tuple(self, value: DictRow) -> CheckpointTuple:
+        thread_id, ns = value["thread_id"], value["checkpoint_ns"]
+        parent = value["parent_checkpoint_id"]
+        return CheckpointTuple(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                              "checkpoint_id": value["checkpoint_id"]}},
+            cast(Checkpoint, {
+                **value["checkpoint"],
+                "channel_values": {**(value["checkpoint"].get("channel_values") or {}),
+                                   **self._load_blobs(value["channel_values"])}}),
+            value["metadata"],
+            ({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                               "checkpoint_id": parent}} if parent else None),
+            self._load_writes(value["pending_writes"]),
+        )
 
 
 async def _configure(conn: AsyncConnection[Any]) -> None:
@@ -180,7 +231,7 @@ async def open_postgres(
         raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
     # Checkpoints kept per thread, idle expiry (majlis.retention): the stores apply them.
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters, retention=retention)
-    saver = DeferredSaver(AsyncPostgresSaver(pool, serde=checkpoint_serde()))
+    saver = DeferredSaver(TurnSaver(pool, serde=checkpoint_serde()))
     return Persistence(saver, threads, "postgres", [pool.close, lock_pool.close], pool=pool,
                        retry_after_s=o.retry_after_s,
                        turn_log=TurnLog(PostgresTurnEvents(pool), **(turn_log or {})))

@@ -60,6 +60,29 @@ _WRITES_UPSERT = ("DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.typ
 Op = tuple[str, tuple[Any, ...]]
 
 
+def numbered(sql: str) -> str:
+    """``sql`` with its ``%s`` placeholders as PostgreSQL's ``$1``, ``$2`` … for a raw cursor.
+
+    The commit statement is built anew for every turn (its row counts vary)
+    and runs to several kilobytes with a hundred parameters or more, past
+    what psycopg caches its placeholder parsing for: its Python tokenizer
+    re-read the whole statement on every commit. A raw cursor
+    (``psycopg.AsyncRawCursor``) takes ``$n`` as they are. The statements
+    built here hold no other ``%``.
+
+    >>> numbered("SELECT %s::text, %s::int")
+    'SELECT $1::text, $2::int'
+    """
+    parts = sql.split("%s")
+    if "%" in "".join(parts):
+        raise ValueError("numbered() takes only %s placeholders")
+    out = [parts[0]]
+    for i, part in enumerate(parts[1:], start=1):
+        out.append(f"${i}")
+        out.append(part)
+    return "".join(out)
+
+
 def supported(ops: Sequence[Op]) -> bool:
     """One checkpoint at most: two puts in one statement could touch one row twice."""
     return sum(1 for kind, _ in ops if kind == "put") <= 1

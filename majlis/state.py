@@ -1,18 +1,21 @@
 """The thread state persisted in every checkpoint.
 
 Invariants:
-* Only the last node of a turn (``remember``) writes thread-level fields:
+* Only the last step of a turn (``remember``) writes thread-level fields:
   ``messages`` (appended), phase, dialect, usage, handoff. After it, at the
   turn boundary, ``compact`` may fold the oldest turns of ``messages`` into
   ``summary`` (majlis.compaction): it overwrites ``messages`` with its latest
-  turns, in the same checkpoint, so a turn that is not committed folds nothing. Earlier nodes write
+  turns, in the same checkpoint, so a turn that is not committed folds nothing. Earlier steps write
   only their own turn record. A turn that fails or is cancelled half-way may
   leave a checkpoint behind, but it differs from the last good one only in the
   turn records, which the next turn's input replaces — never half a turn in
   the thread.
 * The turn records (``input`` … ``outcome``, see majlis.records) are scratch
   space for the running turn: :func:`turn_start` sets ``input`` and clears the
-  others, and each node writes exactly one of them.
+  others, and each step (analyse … remember; majlis.graph runs several
+  as one LangGraph node) writes exactly one of them. So a checkpoint's
+  records are never read again: the PostgreSQL saver leaves them out when it
+  loads one (majlis.persistence_pg.TurnSaver).
 * Replay records of request ids are not here: they live in the request table,
   written in the same fenced commit as the checkpoint (docs/fencing.md).
   Checkpoints from before that still carry a ``completed`` channel, and those
@@ -84,10 +87,13 @@ class ThreadState(TypedDict, total=False):
     outcome: CompletedTurn | None
 
 
+# The turn records' channels: every turn's input sets or clears each of them.
+TURN_RECORDS = ("input", "analysis", "setting", "recollection", "reply", "outcome")
+
+
 def turn_start(inp: TurnInput) -> dict[str, Any]:
     """The graph input of a turn: its ``input``, and every other turn record cleared."""
-    return {"input": inp, "analysis": None, "setting": None, "recollection": None,
-            "reply": None, "outcome": None}
+    return {"input": inp, **dict.fromkeys(TURN_RECORDS[1:])}
 
 
 def held_calls(state: ThreadState) -> dict[str, HeldCall]:

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncRawCursor
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -290,16 +290,18 @@ class PostgresThreadStore:
                     # in one atomic statement, one round trip (majlis.pg_commit).
                     sql, values = pg_commit.fenced_commit_sql(
                         _COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated)
+                    # $n on a raw cursor: psycopg does not re-parse it (pg_commit.numbered).
+                    raw, sql = AsyncRawCursor(conn), pg_commit.numbered(sql)
                     if not keep:
-                        cur = await conn.execute(sql, values)
-                        if await cur.fetchone() is not None:
+                        await raw.execute(sql, values)
+                        if await raw.fetchone() is not None:
                             return
                         raise _Fenced
                     # With retention the trim shares the commit's transaction, so
                     # it runs inside the fence: only the lock holder trims its thread.
                     async with conn.transaction():
-                        cur = await conn.execute(sql, values)
-                        if await cur.fetchone() is None:
+                        await raw.execute(sql, values)
+                        if await raw.fetchone() is None:
                             raise _Fenced
                         await self._pruner.prune(conn, lease.thread_id, keep=keep,
                                                  head=commit.checkpoint_id)

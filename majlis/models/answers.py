@@ -357,6 +357,11 @@ def select_answer(
 
     Deterministic: ties go to the chunk memory ranked higher, then the earlier sentence.
     """
+    if not recalled:
+        # Nothing to answer from (no knowledge base, or nothing matched): the
+        # question's concepts — the bridge and key lookups of every word, most
+        # of this function's cost — would be computed only to be discarded.
+        return None
     dialect = looks_dialect(question) or (dialect_cue is not None and dialect_cue(question))
     qtype = question_type(question)
     if not dialect:

@@ -21,6 +21,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from majlis.culture import Cues
 from majlis.persistence import checkpoint_serde
+from majlis.persistence_pg import TurnSaver
 from majlis.records import (
     Analysis,
     ApprovalInput,
@@ -32,7 +33,7 @@ from majlis.records import (
     ThreadMessage,
     TurnInput,
 )
-from majlis.state import held_calls, history
+from majlis.state import TURN_RECORDS, held_calls, history
 from tests.service.conftest import collect, kinds
 
 
@@ -40,9 +41,18 @@ def _user() -> str:
     return f"rec-{uuid.uuid4().hex[:10]}"
 
 
-async def _head(svc: Any, thread_id: str) -> Any:
-    # The inner saver: a fresh read from the database, never the turn's own objects.
+def _reader(svc: Any) -> Any:
+    """The inner saver, reading every channel: the service's PostgreSQL saver leaves
+    the turn records out of what it loads (majlis.persistence_pg.TurnSaver)."""
     saver = svc.app.persistence.checkpointer.inner
+    if isinstance(saver, TurnSaver):
+        return TurnSaver(saver.conn, serde=saver.serde, scratch=())
+    return saver
+
+
+async def _head(svc: Any, thread_id: str, saver: Any = None) -> Any:
+    # A fresh read from the database, never the turn's own objects.
+    saver = saver or _reader(svc)
     return await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
 
 
@@ -76,10 +86,29 @@ async def test_records_round_trip_through_the_saver(run_service, caplog) -> None
     assert complaints == []
 
 
+@pytest.mark.parametrize("backend", ["postgres"])
+async def test_the_postgres_saver_loads_no_turn_records(run_service) -> None:
+    """They are written with every checkpoint but never read again (majlis.state):
+    the service's saver does not rebuild them; the thread's own fields it does."""
+    user = _user()
+    async with run_service() as svc:
+        events = await collect(svc.client.send("هلا والله، وين طلبي؟", user_id=user))
+        thread_id = events[-1].thread_id
+        loaded = await _head(svc, thread_id, svc.app.persistence.checkpointer.inner)
+        stored = await _head(svc, thread_id)
+        later = await collect(svc.client.send("طيب شكرا", user_id=user, thread_id=thread_id))
+    values = loaded.checkpoint["channel_values"]
+    assert not set(TURN_RECORDS) & set(values)
+    assert set(TURN_RECORDS) <= set(stored.checkpoint["channel_values"])
+    assert [m.role for m in history(values)] == ["user", "assistant"]
+    assert values["dialect_thread"] == stored.checkpoint["channel_values"]["dialect_thread"]
+    assert kinds(later)[-1] == "turn_completed"
+
+
 async def _write_old_checkpoint(svc: Any, thread_id: str) -> None:
     """What the dict-shaped code left in a thread: the shapes this test must keep reading."""
-    saver = svc.app.persistence.checkpointer.inner
-    head = await _head(svc, thread_id)
+    saver = _reader(svc)
+    head = await _head(svc, thread_id, saver)
     checkpoint = dict(head.checkpoint)
     at = "2026-11-01T07:00:00+00:00"
     old: dict[str, Any] = {
