@@ -46,6 +46,7 @@ from majlis.models.qtypes import (
 )
 from majlis.models.qtypes import fold_words as _words
 from majlis.models.types import Recalled
+from majlis.models.word_forms import with_skeletons as _with_skeletons
 from nlp.keys import KeyFunction, content_keys, search_keys
 
 __all__ = [
@@ -129,79 +130,8 @@ class Answer:
 
 
 _ARABIC = re.compile("[\u0621-\u064a]")
-_ARABIC_WORD = re.compile("[\u0621-\u064a]+")
-_WEAK = str.maketrans("", "", "اوي")
-_DOUBLED = re.compile(r"(.)\1")
 # A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
 _ONE_LETTER_PROCLITIC = re.compile("^[بفلوك](?=[\u0621-\u064a]{3})")
-
-
-def _skeleton(key: str) -> str | None:
-    """A key reduced to its strong letters, to meet other forms of the same word.
-
-    The light stemmer keeps «نوصل», «يوصل» and «توصيل», or «ارجع» and «ارجاع»,
-    apart; the imperfect prefix and the long vowels removed, they meet as «وصل»
-    and «رجع».  Marked with «~» so a skeleton never equals a real key.
-
-    >>> [_skeleton(k) for k in ("توصيل", "نوصل", "ارجاع", "ضمانا", "كم")]
-    ['~وصل', '~وصل', '~رجع', '~ضمن', None]
-    """
-    if len(key) >= 4 and key[0] in "يتنا":
-        key = key[1:]
-    key = key[0] + key[1:].translate(_WEAK) if key else key
-    if len(key) >= 4 and key[-1] in "هت":
-        key = key[:-1]
-    key = _DOUBLED.sub(r"\1", key)  # «ستردد» (استرداد) meets «سترد» (يسترد)
-    return f"~{key}" if len(key) >= 3 and _ARABIC.match(key) else None
-
-
-_DERIVED_PREFIX = re.compile(
-    "^(?:(?:س?[امينت]?ست)(?=[\u0621-\u064a]{2})|س?[يتنام](?=[\u0621-\u064a]{3}))")
-_DERIVED_SUFFIX = re.compile("(?:ات|ون|ين|ان|وا|ه|ي|ا)$")
-
-
-def _root(key: str) -> str | None:
-    """A light triliteral root, so derived forms of one verb meet across patterns.
-
-    The skeleton keeps «مرتجع», «استرجاع» and «ارجع» apart, or «المنتوج» and
-    «المنتج»; dropping the derivational prefix (است/م/ي/ت/ن/ا), a plural or
-    pronoun suffix, the افتعل ‑ت‑ and the long vowels leaves «رجع» and «نتج».
-    A doubled root keeps its double: «استرداد» and «يسترد» both give «ردد».
-    Marked with «^»; words of 4+ letters are reduced, a 3-letter key is its own root.
-
-    >>> [_root(k) for k in ("استرجاع", "مرتجع", "ترجيع", "يرجع", "منتوج", "منتج",
-    ...                     "استرداد", "مسترد", "توصيل", "كم")]
-    ['^رجع', '^رجع', '^رجع', '^رجع', '^نتج', '^نتج', '^ردد', '^ردد', '^وصل', None]
-    """
-    if len(key) == 3 and _ARABIC_WORD.fullmatch(key):
-        return f"^{key}"  # «رجع» left by the stemmer is already a root («استرجاع» → ^رجع)
-    if len(key) < 4 or not _ARABIC.match(key):
-        return None
-    stem = _DERIVED_PREFIX.sub("", key)
-    if len(stem) >= 4:
-        stem = _DERIVED_SUFFIX.sub("", stem) if len(stem) > 4 or stem[-1] in "اه" else stem
-    while len(stem) > 3:
-        weak = next((i for i in range(1, len(stem)) if stem[i] in "اوي"), None)
-        if weak is None:
-            break
-        stem = stem[:weak] + stem[weak + 1:]
-    if len(stem) == 4 and stem[1] == "ت":
-        stem = stem[0] + stem[2:]  # افتعل: «رتجع» → «رجع»
-    stem = _DOUBLED.sub(r"\1", stem)
-    if len(stem) == 2:
-        stem += stem[-1]  # «رد» from «يسترد»: the root is «ردد»
-    return f"^{stem}" if len(stem) == 3 else None
-
-
-def _with_skeletons(found: Sequence[str], text: str = "", *,
-                    roots: bool = False) -> frozenset[str]:
-    """Keys plus the skeletons (and, for ``roots``, the roots) of the keys and of
-    ``text``'s whole words (the stemmer can over-cut: «ضمانا» → «ضما», while the
-    word's skeleton is «ضمن»)."""
-    surface = [_PROCLITIC.sub("", w) for w in _words(text)]
-    forms = (*found, *surface)
-    out = frozenset(found) | {sk for k in forms if (sk := _skeleton(k)) is not None}
-    return out | {r for k in forms if (r := _root(k)) is not None} if roots else out
 
 
 # Words that frame a question but that its answer need not repeat: «أين يقع الفرع؟»
@@ -370,26 +300,7 @@ def select_answer(
     concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:
         return None
-    duration = asks_duration(question)
-    price = asks_price(question)
-    pool: list[tuple[int, int, str, frozenset[str], float]] = []
-    for rank, item in enumerate(recalled):
-        for pos, sentence in enumerate(_sentences(item)):
-            strength = type_strength(sentence, qtype)
-            if qtype is QuestionType.DEFINITION and _opens_with(sentence, concepts, keys):
-                # «السرطان (بالإنجليزية: Cancer) هو مجموعة من الأمراض…», «محمد رمضان
-                # (23 مايو 1988 -)، ممثل ومغني مصري.»: the subject, then what it is.
-                strength = 1.0
-            if duration and strength:
-                # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
-                # a number without a time unit answers a how-long question only weakly.
-                strength = 1.0 if type_strength(sentence, QuestionType.TIME) >= 1 else 0.5
-            elif price and strength:
-                # «بكام خطة الحماية؟» wants the fee, not «لمدة سنتين»: likewise for prices.
-                strength = 1.0 if carries_price(sentence) else 0.5
-            pool.append((rank, pos, sentence,
-                         _with_skeletons(keys(sentence), sentence, roots=dialect),
-                         strength))
+    pool = _candidates(question, recalled, concepts, qtype, keys, dialect)
     if not pool:
         return None
     n = len(pool)
@@ -428,26 +339,7 @@ def select_answer(
         return None
     rank, pos = -best[2], -best[3]
     chunk = [p for p in pool if p[0] == rank]
-    chosen = {pos}
-    found = set(chunk[pos][3])
-    typed = chunk[pos][4] > 0
-    while len(chosen) < max_sentences:
-        options = []
-        for p in chunk:
-            if p[1] in chosen:
-                continue
-            gain = covered(found | p[3]) - covered(found)
-            # A sentence that supplies the missing type (the number, the day) is
-            # worth adding when it is about the question at all.
-            supplies = not typed and p[4] > 0 and covered(p[3]) > 0
-            if gain >= _MIN_GAIN or supplies:
-                options.append((gain + (TYPE_BONUS if supplies else 0.0), -p[1]))
-        if not options:
-            break
-        _gain, neg = max(options)
-        chosen.add(-neg)
-        found |= chunk[-neg][3]
-        typed = typed or chunk[-neg][4] > 0
+    chosen, found, typed = _grow(chunk, pos, covered, max_sentences)
     first = min(chosen)
     if first > 0 and len(chosen) < max_sentences + 1 and _opens_with_pronoun(chunk[first][2]):
         chosen.add(first - 1)
@@ -474,6 +366,66 @@ def select_answer(
                           if plain and {k for k in c if not k.startswith("^")}
                           .isdisjoint(chunk_keys)),
     )
+
+
+# A candidate sentence: (chunk rank, position, text, its keys and loose forms, type strength).
+_Candidate = tuple[int, int, str, frozenset[str], float]
+
+
+def _candidates(question: str, recalled: Sequence[Recalled],
+                concepts: Sequence[frozenset[str]], qtype: QuestionType,
+                keys: KeyFunction, dialect: bool) -> list[_Candidate]:
+    """Every sentence of the recalled chunks, with how strongly it carries the type asked."""
+    duration = asks_duration(question)
+    price = asks_price(question)
+    pool: list[_Candidate] = []
+    for rank, item in enumerate(recalled):
+        for pos, sentence in enumerate(_sentences(item)):
+            strength = type_strength(sentence, qtype)
+            if qtype is QuestionType.DEFINITION and _opens_with(sentence, concepts, keys):
+                # «السرطان (بالإنجليزية: Cancer) هو مجموعة من الأمراض…», «محمد رمضان
+                # (23 مايو 1988 -)، ممثل ومغني مصري.»: the subject, then what it is.
+                strength = 1.0
+            if duration and strength:
+                # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
+                # a number without a time unit answers a how-long question only weakly.
+                strength = 1.0 if type_strength(sentence, QuestionType.TIME) >= 1 else 0.5
+            elif price and strength:
+                # «بكام خطة الحماية؟» wants the fee, not «لمدة سنتين»: likewise for prices.
+                strength = 1.0 if carries_price(sentence) else 0.5
+            pool.append((rank, pos, sentence,
+                         _with_skeletons(keys(sentence), sentence, roots=dialect),
+                         strength))
+    return pool
+
+
+def _grow(chunk: Sequence[_Candidate], pos: int,
+          covered: Callable[[frozenset[str] | set[str]], float],
+          max_sentences: int) -> tuple[set[int], set[str], bool]:
+    """The best sentence at ``pos`` plus the chunk's sentences that add most of what
+    the question asks (or the type it lacks), up to ``max_sentences``: the chosen
+    positions, the keys they cover, and whether one carries the type."""
+    chosen = {pos}
+    found = set(chunk[pos][3])
+    typed = chunk[pos][4] > 0
+    while len(chosen) < max_sentences:
+        options = []
+        for p in chunk:
+            if p[1] in chosen:
+                continue
+            gain = covered(found | p[3]) - covered(found)
+            # A sentence that supplies the missing type (the number, the day) is
+            # worth adding when it is about the question at all.
+            supplies = not typed and p[4] > 0 and covered(p[3]) > 0
+            if gain >= _MIN_GAIN or supplies:
+                options.append((gain + (TYPE_BONUS if supplies else 0.0), -p[1]))
+        if not options:
+            break
+        _gain, neg = max(options)
+        chosen.add(-neg)
+        found |= chunk[-neg][3]
+        typed = typed or chunk[-neg][4] > 0
+    return chosen, found, typed
 
 
 def document_of(item: Recalled) -> str:
