@@ -28,6 +28,13 @@ nodes (one per step, as the service once ran them), is measured too
 (``bare5``), so that fewer service nodes cannot pass for less service work.
 Their turns/s and CPU per turn are printed with the ratios service / bare.
 
+Time to first event is also printed split by when a turn started: the untimed
+first turn of every stream at once (a cold burst on the just-started server,
+``ttfe_burst_*``), the phase's first ``COLD_S`` and the rest, with the slowest
+1 % and their start times. The server opens ``ceil(streams / workers)`` lock
+connections at start (``DIWANIYA_PG_LOCK_POOL_MIN``): the budget below would
+have it open 56 a process, more than the shared PostgreSQL holds for two.
+
 Prints a table, writes bench/results/load.json; the last line is one JSON object.
 """
 
@@ -60,6 +67,8 @@ import psycopg  # noqa: E402
 from service import DiwaniyaClient  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+# A phase's first COLD_S seconds, reported apart (Phase.by_start).
+COLD_S = 0.5
 # Real support-chat openings and follow-ups in several dialects (offline responder).
 TEXTS = ["السلام عليكم، عندي مشكلة في الطلب", "شلونك؟ وين وصل طلبي؟", "ازيك، الشحنة اتأخرت ليه؟",
          "كيفك؟ بدي رجّع الغرض", "بغيت نبدل العنوان ديال التوصيل", "شكو ماكو؟ اريد الفاتورة",
@@ -84,6 +93,11 @@ class Phase:
     latency_ms: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     cpu_s: float = 0.0
+    # The untimed first turn of every stream at once (drive_service): its TTFE.
+    burst_ttfe_ms: list[float] = field(default_factory=list)
+    # When each turn started, from the phase's first turn (perf_counter), beside ttfe_ms.
+    t0: float = 0.0
+    started_s: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -94,7 +108,25 @@ class Phase:
             "errors": dict(self.errors),
             "server_cpu_ms_per_turn": round(self.cpu_s / self.turns * 1000, 2)
             if self.turns else None,
+            **self.by_start(),
         }
+
+    def by_start(self) -> dict[str, Any]:
+        """TTFE of the turns that started in the phase's first COLD_S (a burst of
+        new streams on a process whose pools are still small) apart from the rest,
+        and the slowest first events with their start times: is the tail the
+        start-up, or spread over the phase?"""
+        if not self.started_s:
+            return {}
+        pairs = list(zip(self.started_s, self.ttfe_ms, strict=True))
+        cold = [t for s, t in pairs if s < COLD_S]
+        steady = [t for s, t in pairs if s >= COLD_S]
+        slowest = sorted(pairs, key=lambda p: -p[1])[:max(1, len(pairs) // 100)]
+        return {**{f"ttfe_burst_p{p}_ms": _round(pct(self.burst_ttfe_ms, p)) for p in (50, 99)},
+                "ttfe_cold_turns": len(cold),
+                **{f"ttfe_cold_p{p}_ms": _round(pct(cold, p)) for p in (50, 99)},
+                **{f"ttfe_steady_p{p}_ms": _round(pct(steady, p)) for p in (50, 99)},
+                "ttfe_slowest": [[round(s, 3), round(t, 1)] for s, t in slowest]}
 
 
 def _round(value: float | None) -> float | None:
@@ -126,14 +158,19 @@ def server_pids(root: int) -> list[int]:
 
 
 # -------------------------------------------------------------- service
-def start_server(dsn: str, workers: int, pool_max: int) -> tuple[subprocess.Popen[str], str]:
+def start_server(dsn: str, workers: int, pool_max: int,
+                 lock_min: int) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "DATABASE_URL": dsn, "DIWANIYA_LISTEN": "127.0.0.1:0",
            "DIWANIYA_LOG_LEVEL": "WARNING", "DIWANIYA_POOL_MAX_SIZE": str(pool_max),
            # The budget the figures were measured with: pool_max queries plus
            # the former fixed 64 lock and 10 memory connections per process.
            "DIWANIYA_PG_MAX_CONNECTIONS": str(workers * (pool_max + 74)),
            "DIWANIYA_DRAIN_DELAY_S": "0", "DIWANIYA_DRAIN_GRACE_S": "5",
-           "DIWANIYA_MAX_CONCURRENT_STREAMS": "1024"}
+           "DIWANIYA_MAX_CONCURRENT_STREAMS": "1024",
+           # That budget is larger than the shared PostgreSQL holds with two
+           # workers (2 x 56 lock connections): open what the load runs at
+           # once, not the whole lock pool the service opens by default.
+           "DIWANIYA_PG_LOCK_POOL_MIN": str(lock_min)}
     env.pop("DIWANIYA_MODEL_BASE_URL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--workers", str(workers)],
@@ -164,6 +201,7 @@ async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
     done = time.perf_counter()
     phase.turns += 1
     phase.ttfe_ms.append(((first or done) - started) * 1000)
+    phase.started_s.append(started - phase.t0)
     phase.latency_ms.append((done - started) * 1000)
     return last_thread
 
@@ -190,7 +228,9 @@ async def drive_service(target: str, pids: list[int], mode: str, streams: int,
                 text = TEXTS[(i + j) % len(TEXTS)]
                 await one_turn(clients[i], phase, text, users[i], threads[i], request_ids)
 
+        phase.burst_ttfe_ms = warm.ttfe_ms
         cpu0, t0 = cpu_seconds(pids), time.perf_counter()
+        phase.t0 = t0
         await asyncio.gather(*(stream(i) for i in range(streams)))
         phase.wall_s = time.perf_counter() - t0
         phase.cpu_s = cpu_seconds(pids) - cpu0
@@ -298,7 +338,8 @@ def main() -> None:
     dsn = f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}"
     phases: list[Phase] = []
     try:
-        proc, target = start_server(dsn, args.workers, args.pool_max)
+        proc, target = start_server(dsn, args.workers, args.pool_max,
+                                    -(-args.streams // args.workers))
         try:
             pids = server_pids(proc.pid)
             for mode in modes:
@@ -343,6 +384,15 @@ def main() -> None:
             ttfe = "-"
         print(f"{key:<20}{r['turns_per_s']:>9.1f}{r['server_cpu_ms_per_turn'] or 0:>12.2f}"
               f"{ttfe:>24}{lat:>26}  {r['errors'] or ''}")
+    for key, r in rows.items():
+        if "ttfe_cold_turns" in r:
+            def pair(name: str, r: dict[str, Any] = r) -> str:
+                return f"{r[f'{name}_p50_ms'] or 0:.0f}/{r[f'{name}_p99_ms'] or 0:.0f}"
+            print(f"{key} ttfe p50/p99 ms: untimed first burst {pair('ttfe_burst')} "
+                  f"(with the channels' connects), first {COLD_S:g} s "
+                  f"({r['ttfe_cold_turns']} turns) {pair('ttfe_cold')}, after "
+                  f"{pair('ttfe_steady')}; slowest (start s, ms): "
+                  + " ".join(f"{s:.2f}:{t:.0f}" for s, t in r["ttfe_slowest"]))
     for mode, ratio in ratios.items():
         print(f"service / bare graph throughput ({mode}): {ratio:.2f} "
               f"({SERVICE_NODES} nodes, the service's shape); "

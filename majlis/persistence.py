@@ -112,6 +112,12 @@ class PoolOptions:
     min_size: int = 2
     max_size: int = 20
     lock_pool_size: int = 64
+    # Lock connections opened with the pool and kept however long they idle.
+    # psycopg grows a pool one connection at a time, so a burst of new turns on
+    # a pool smaller than the burst waits for connects in a row (at 32 streams,
+    # up to ~0.5 s before turn_started). The service opens its whole lock share
+    # (service.settings DIWANIYA_PG_LOCK_POOL_MIN); 1 here for embedders/tests.
+    lock_pool_min: int = 1
     checkout_timeout_s: float = 5.0
     connect_timeout_s: float = 3.0
     reconnect_timeout_s: float = 4.0

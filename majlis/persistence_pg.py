@@ -207,7 +207,7 @@ async def open_postgres(
         name="diwaniya", **common,
     )
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        dsn, min_size=1, max_size=o.lock_pool_size,
+        dsn, min_size=max(1, min(o.lock_pool_min, o.lock_pool_size)), max_size=o.lock_pool_size,
         kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": connect,
                 **named},
         name="diwaniya-locks", **common,

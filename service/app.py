@@ -205,6 +205,11 @@ def preflight(settings: Settings, listen: str | None = None, *, workers: int = 1
                 f"DIWANIYA_POOL_MIN_SIZE ({settings.pool_min_size}) is larger than the query "
                 f"pool's share ({budget.queries}) of DIWANIYA_PG_MAX_CONNECTIONS "
                 f"({settings.pg_max_connections}): lower it or raise the budget")
+        if settings.pg_lock_pool_min is not None and settings.pg_lock_pool_min > budget.locks:
+            raise ConfigurationError(
+                f"DIWANIYA_PG_LOCK_POOL_MIN ({settings.pg_lock_pool_min}) is larger than the "
+                f"lock pool ({budget.locks} connections of DIWANIYA_PG_MAX_CONNECTIONS "
+                f"{settings.pg_max_connections}): lower it or raise the budget")
 
 
 def pool_budget(settings: Settings) -> PoolBudget:
@@ -224,6 +229,8 @@ async def open_persistence(settings: Settings) -> Persistence:
                 # With --workers the share shrinks: min never above max.
                 min_size=min(settings.pool_min_size, budget.queries), max_size=budget.queries,
                 lock_pool_size=budget.locks,
+                lock_pool_min=budget.locks if settings.pg_lock_pool_min is None
+                else min(settings.pg_lock_pool_min, budget.locks),
                 application_name=application_name(settings.pg_application_name),
                 checkout_timeout_s=settings.pg_checkout_timeout_s,
                 connect_timeout_s=settings.pg_connect_timeout_s,

@@ -171,6 +171,10 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DIWANIYA_PG_POOL_MAX", "DIWANIYA_POOL_MAX_SIZE"))
     # One connection per running turn holds its thread's advisory lock.
     pg_lock_pool_max: int | None = Field(default=None, ge=1)
+    # Lock connections opened at start and never closed for idling. Unset: the
+    # whole lock pool, so a burst of turns never waits for connects one after
+    # another (docs/connections.md); they are counted in the budget either way.
+    pg_lock_pool_min: int | None = Field(default=None, ge=1)
     # The asyncpg pool of the memory store.
     pg_memory_pool_max: int | None = Field(default=None, ge=1)
     # How long a call waits for a pooled connection before it fails: a turn

@@ -40,6 +40,11 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # put their Prometheus endpoint on a free port: the default 127.0.0.1:9464 would
 # collide between concurrent servers and test runs.
 os.environ.setdefault("DIWANIYA_METRICS_LISTEN", "127.0.0.1:0")
+# A server opens its whole lock pool at start by default (18 connections of the
+# default budget of 30); eight xdist workers' servers at once would need more
+# than the shared PostgreSQL's 100 slots. Tests open lock connections on demand,
+# as the service did before; test_connection_budget checks the default itself.
+os.environ.setdefault("DIWANIYA_PG_LOCK_POOL_MIN", "1")
 ADMIN_DSN = os.environ.get("DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
 _DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SHARED_DATA = Path(os.environ.get("DIWANIYA_SHARED_DATA", _DEFAULT_SHARED))

@@ -29,7 +29,7 @@ from majlis.culture import FixedClock
 from majlis.persistence import check_session_pooling
 from majlis.pg_budget import split_budget
 from service import DiwaniyaClient, Settings, build_app
-from service.app import preflight
+from service.app import open_persistence, preflight
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service.conftest import DEFAULT_TIME, collect
 
@@ -168,6 +168,35 @@ def test_preflight_refuses_a_min_pool_above_the_query_share(pg_dsn: str, tmp_pat
     preflight(settings, workers=1)
     with pytest.raises(ConfigurationError, match=r"DIWANIYA_POOL_MIN_SIZE \(8\) is larger"):
         preflight(settings, workers=2)
+
+
+def test_preflight_refuses_a_lock_minimum_above_the_lock_share(pg_dsn: str, tmp_path: Path
+                                                               ) -> None:
+    # 30 connections: locks 18 for one process, 9 each for two.
+    settings = Settings(database_url=SecretStr(pg_dsn), data_dir=tmp_path,
+                        pg_max_connections=30, pg_lock_pool_min=12)
+    preflight(settings, workers=1)
+    with pytest.raises(ConfigurationError, match=r"DIWANIYA_PG_LOCK_POOL_MIN \(12\) is larger"):
+        preflight(settings, workers=2)
+
+
+@pytest.mark.parametrize(("lock_min", "locks_open"), [(None, 6), (2, 2)])
+async def test_the_lock_pool_is_open_before_the_first_turn(
+        pg_dsn: str, tmp_path: Path, lock_min: int | None, locks_open: int) -> None:
+    """A budget of 10: locks 6, memory 1, queries 3 (2 at start). Unset, the
+    whole lock pool is open when the store is (a burst of turns waits for no
+    connect); DIWANIYA_PG_LOCK_POOL_MIN lowers it. (The suite's servers run
+    with 1, tests/conftest.py: an explicit None here is the product default.)"""
+    settings = Settings(database_url=SecretStr(pg_dsn), data_dir=tmp_path,
+                        pg_max_connections=10, pg_lock_pool_min=lock_min)
+    db = await open_persistence(settings)
+    try:
+        # The pool's own count: pg_stat_activity may still list the closed
+        # connections of the start-up checks for a moment.
+        locks = db.threads._lock_pool  # type: ignore[attr-defined]
+        assert (locks.get_stats()["pool_size"], locks.max_size) == (locks_open, 6)
+    finally:
+        await db.close()
 
 
 async def test_direct_postgres_passes_the_session_pooling_check(pg_dsn: str) -> None:
