@@ -39,7 +39,7 @@ from memory.ranking import SHORT_TERMS
 # (tenant, user_id) btree, and before ANALYZE has run on a freshly loaded
 # table the planner preferred it and checked tsv row by row (20k rows:
 # 135 ms) instead of using the GIN index.
-SEARCH = r"""
+_CTES = r"""
 WITH u AS MATERIALIZED (
     -- Own lexemes weigh 1, bridge-only lexemes ($12, memory.expansion) weigh $13.
     SELECT x.lexeme, max(x.wt) AS wt FROM (
@@ -145,15 +145,74 @@ top AS (
     ORDER BY score DESC, c.id
     LIMIT $8
 )
--- Only the k winners are read in full (text, metadata): candidates carry
--- just what scoring needs.
-SELECT COLUMNS, top.score, (SELECT array_agg(w.lexeme) FROM w) AS lexemes
+""".replace("SHORT", str(int(SHORT_TERMS)))
+# A hit never carries the uploaded document (memory.kb keeps it in its first
+# chunk's metadata): up to DIWANIYA_KB_MAX_DOCUMENT_BYTES per hit.
+_HIT_COLUMNS = COLUMNS.replace("r.metadata::text", "(r.metadata - 'document')::text")
+
+# Only the k winners are read in full (text, metadata): candidates carry just
+# what scoring needs.
+SEARCH = _CTES + f"""
+SELECT {_HIT_COLUMNS}, top.score, (SELECT array_agg(w.lexeme) FROM w) AS lexemes
 FROM top JOIN memory_records AS r ON r.tenant = $1 AND r.id = top.id
 ORDER BY top.score DESC, top.id
-""".replace("COLUMNS", COLUMNS.replace(
-    # A hit never carries the uploaded document (memory.kb keeps it in its
-    # first chunk's metadata): up to DIWANIYA_KB_MAX_DOCUMENT_BYTES per hit.
-    "r.metadata::text", "(r.metadata - 'document')::text")).replace("SHORT", str(int(SHORT_TERMS)))
+"""
+
+# A turn's recall in one round trip (PostgresMemoryStore.recall): SEARCH's
+# hits (part 0, in rank order), the user's facts ($16; none when NULL) of the
+# kinds $17, newest first, at most $18 (part 1, as user_records reads them),
+# one row with the query lexemes the tenant's vocabulary holds (part 2: with
+# no hit SEARCH's rows do not say; the typo stage needs them), the typo
+# stage's candidates for the keys $19 (part 3, SIMILAR_TERMS with $20 per key;
+# the caller passes none when the stage is off or the query is Arabizi) and
+# which of the Arabizi readings $21 the tenant holds (part 4, _HELD_TERMS).
+# Everything is read in the statement's one snapshot, nothing is cached in the
+# process, so any replica answers the same.  Only a typo or Arabizi
+# correction then costs a second statement (SEARCH again, with $14).
+RECALL = _CTES + f""",
+hit AS (
+    SELECT {_HIT_COLUMNS.replace("::text", "::text AS metadata")}, top.score,
+           row_number() OVER (ORDER BY top.score DESC, top.id) AS ord
+    FROM top JOIN memory_records AS r ON r.tenant = $1 AND r.id = top.id
+),
+fact AS (
+    SELECT {COLUMNS}, row_number() OVER (ORDER BY r.updated_at DESC, r.id) AS ord
+    FROM memory_records AS r
+    WHERE $16::text IS NOT NULL AND r.tenant = $1 AND r.user_id = $16::text
+      AND r.kind = ANY($17::text[])
+    ORDER BY r.updated_at DESC, r.id LIMIT $18::int
+)
+SELECT 0 AS part, hit.ord, hit.id, hit.tenant, hit.user_id, hit.kind, hit.text, hit.title,
+       hit.metadata, hit.thread_id, hit.turn_id, hit.doc_id, hit.created_at, hit.updated_at,
+       hit.score::float8 AS score, NULL::text[] AS lexemes,
+       NULL::text AS term, NULL::text AS lexeme, NULL::bigint AS df
+FROM hit
+UNION ALL
+SELECT 1, fact.ord, fact.id, fact.tenant, fact.user_id, fact.kind, fact.text, fact.title,
+       fact.metadata, fact.thread_id, fact.turn_id, fact.doc_id, fact.created_at,
+       fact.updated_at, NULL, NULL, NULL, NULL, NULL
+FROM fact
+UNION ALL
+SELECT 2, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT array_agg(q.lexeme) FROM q), NULL, NULL, NULL
+UNION ALL
+SELECT 3, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, s.term, s.lexeme, s.df
+FROM unnest($19::text[]) AS s0(term)
+CROSS JOIN LATERAL (
+    SELECT s0.term, m.lexeme, m.df FROM memory_terms AS m
+    WHERE m.lexeme % s0.term AND m.tenant = $1
+    ORDER BY similarity(m.lexeme, s0.term) DESC, m.df DESC, m.lexeme
+    LIMIT $20::int
+) AS s
+WHERE NOT EXISTS (SELECT 1 FROM memory_terms AS k WHERE k.tenant = $1 AND k.lexeme = s0.term)
+UNION ALL
+SELECT 4, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, m.lexeme, NULL
+FROM memory_terms AS m
+WHERE m.tenant = $1 AND m.lexeme = ANY($21::text[]) AND m.df > 0
+ORDER BY 1, 2
+"""
 
 # Typo stage: for each query key ($2) that the tenant's vocabulary lacks, the
 # vocabulary keys pg_trgm's % finds similar (similarity >= its threshold,

@@ -46,7 +46,7 @@ from memory.pg_schema import (
     SCHEMA_LOCK,
     UPSERT,
 )
-from memory.pg_search_sql import SEARCH, SIMILAR_TERMS
+from memory.pg_search_sql import RECALL, SEARCH, SIMILAR_TERMS
 from memory.ranking import K1, B
 from memory.records import (
     DocumentInfo,
@@ -64,18 +64,12 @@ from memory.typo import (
     CANDIDATES_PER_TERM,
     THRESHOLD,
     TYPO_WEIGHT,
-    best_corrections,
+    corrections_for,
     unknown_terms,
 )
 from nlp.keys import keys_fingerprint
 
 __all__ = ["PostgresMemoryStore"]
-
-# Keys of a list this tenant's rows hold (memory_terms keeps df per key; a key
-# whose last row went is 0 or gone).
-_HELD_TERMS = (
-    "SELECT lexeme FROM memory_terms WHERE tenant = $1 AND lexeme = ANY($2::text[]) AND df > 0"
-)
 
 # Most candidate rows scored per search; see SEARCH for how they are chosen.
 CANDIDATE_BUDGET = 250
@@ -351,72 +345,92 @@ class PostgresMemoryStore:
         kinds: Collection[Kind] | None = None,
         k: int = 5,
     ) -> list[SearchHit]:
+        return (await self._recall(tenant, query, user_id=user_id, kinds=kinds, k=k))[1]
+
+    async def facts_and_search(
+        self, tenant: str, user_id: str, query: str, *, fact_kinds: Collection[Kind],
+        max_facts: int, kinds: Collection[Kind], k: int,
+    ) -> tuple[list[MemoryRecord], list[SearchHit]]:
+        """``user_records`` and a tenant-wide ``search`` in one statement (memory.recall).
+
+        >>> await store.facts_and_search("t", "u1", "كم مدة الاسترجاع؟", fact_kinds={Kind.FACT},
+        ...                              max_facts=20, kinds={Kind.DOCUMENT}, k=3)  # doctest: +SKIP
+        ([MemoryRecord(..., text='ناديني ابو فهد', ...)], [SearchHit(...)])
+        """
+        return await self._recall(tenant, query, user_id=None, kinds=kinds, k=k,
+                                  facts=(user_id, fact_kinds, max_facts))
+
+    async def _recall(
+        self, tenant: str, query: str, *, user_id: str | None, kinds: Collection[Kind] | None,
+        k: int, facts: tuple[str, Collection[Kind], int] | None = None,
+    ) -> tuple[list[MemoryRecord], list[SearchHit]]:
+        """Facts (when asked) and search hits: RECALL, and SEARCH again after a correction."""
         weighted = weighted_terms(query, self._keys, self._expand)
         terms = weighted.all
         k = min(k, MAX_K)
         if not terms or k <= 0:
-            return []
+            return (await self.user_records(tenant, facts[0], kinds=facts[1], limit=facts[2])
+                    if facts else []), []
         kind_list = [Kind(x).value for x in (kinds or list(Kind))]
+        # Arabizi stage (memory.arabizi_stage), with the bridge: readings of
+        # the query's Latin words that this tenant's vocabulary holds.  They
+        # replace the typo stage: an Arabizi query's own keys are
+        # transliteration guesses, a trigram neighbour of a guess is not wanted.
+        readings = arabizi_readings(query[:MAX_QUERY_CHARS], self._keys) \
+            if self._expand is not None else []
+        typo = self._typo and not readings
+        # The typo candidates come with the first statement when pg_trgm's
+        # threshold is the pool's start-up setting (see _corrections).
+        folded = typo and self._trgm_threshold_set
         fixes: list[str] = []
         async with self._conn() as conn:
             args = [tenant, " ".join(weighted.own), user_id, kind_list, K1, B, self._budget,
                     k, SCAN_CANDIDATES, SCAN_COST_RATIO, SCAN_MAX_ROWS,
                     " ".join(weighted.bridged), BRIDGE_WEIGHT, "", TYPO_WEIGHT]
-            rows = await conn.fetch(SEARCH, *args)
-            # Second stage (memory.typo) only when own keys are unknown to the
-            # tenant; row 0 carries the known lexemes (none without rows).
-            # Arabizi stage (memory.arabizi_stage), with the bridge: readings of
-            # the query's Latin words that this tenant's vocabulary holds.  They
-            # replace the typo stage: an Arabizi query's own keys are
-            # transliteration guesses, a trigram neighbour of a guess is not wanted.
-            readings = arabizi_readings(query[:MAX_QUERY_CHARS], self._keys) \
-                if self._expand is not None else []
-            unknown = unknown_terms(weighted.own, rows[0][13] if rows else ()) \
-                if self._typo and not readings else []
+            rows = await conn.fetch(
+                RECALL, *args, facts[0] if facts else None,
+                [Kind(x).value for x in facts[1]] if facts else [], facts[2] if facts else 0,
+                unknown_terms(weighted.own, ()) if folded else [], CANDIDATES_PER_TERM,
+                all_keys(readings) if readings else [])
+            parts: dict[int, list[asyncpg.Record]] = {0: [], 1: [], 2: [], 3: [], 4: []}
+            for row in rows:
+                parts[row[0]].append(row)
+            hits = [(row[2:14], float(row[14])) for row in parts[0]]
+            lexemes = parts[2][0][15] or ()
+            # Second stage (memory.typo) only when own keys are unknown to the tenant.
+            unknown = unknown_terms(weighted.own, lexemes) if typo else []
             if unknown:
-                fixes = await self._corrections(conn, tenant, unknown, set(terms))
+                found = [(r[16], r[17], r[18]) for r in parts[3]] if folded \
+                    else await self._corrections(conn, tenant, unknown)
+                fixes = corrections_for(unknown, found, set(terms))
             if readings:
-                held = await conn.fetch(_HELD_TERMS, tenant, all_keys(readings))
                 have = set(terms) | set(fixes)
-                fixes += [t for t in choose_readings(readings, {str(r[0]) for r in held})
+                fixes += [t for t in choose_readings(readings, {str(r[17]) for r in parts[4]})
                           if t not in have]
             if fixes:
                 args[13] = " ".join(fixes)
-                rows = await conn.fetch(SEARCH, *args)
-        if not rows:
-            return []
-        wanted = set(terms) | set(rows[0][13]) | set(fixes)
-        return [
-            SearchHit(
-                record=(rec := _record(row)),
-                score=float(row[12]),
-                snippet=highlight_snippet(rec.text, wanted, self._word_keys),
-            )
-            for row in rows
+                again = await conn.fetch(SEARCH, *args)
+                hits = [(row[:12], float(row[12])) for row in again]
+                lexemes = again[0][13] if again else ()
+        facts_found = [_record(row[2:14]) for row in parts[1]]
+        wanted = set(terms) | set(lexemes) | set(fixes)
+        return facts_found, [
+            SearchHit(record=(rec := _record(row)), score=score,
+                      snippet=highlight_snippet(rec.text, wanted, self._word_keys))
+            for row, score in hits
         ]
 
-    async def _corrections(self, conn: asyncpg.Connection, tenant: str, unknown: list[str],
-                           have: set[str]) -> list[str]:
-        """Vocabulary keys replacing the ``unknown`` ones (memory.typo), not already in ``have``."""
-        if self._trgm_threshold_set:
+    async def _corrections(self, conn: asyncpg.Connection, tenant: str,
+                           unknown: list[str]) -> list[tuple[str, str, int]]:
+        """The typo stage's candidates on a pool the caller made (memory.typo).
+
+        pg_trgm's % reads its threshold from a setting, and SET LOCAL keeps it
+        to this transaction, so the pooled connection carries no session state.
+        """
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL pg_trgm.similarity_threshold = {float(THRESHOLD)}")
             found = await conn.fetch(SIMILAR_TERMS, tenant, unknown, CANDIDATES_PER_TERM)
-        else:
-            # A pool the caller made: pg_trgm's % reads its threshold from a
-            # setting, and SET LOCAL keeps it to this transaction, so the
-            # pooled connection carries no session state.
-            async with conn.transaction():
-                await conn.execute(
-                    f"SET LOCAL pg_trgm.similarity_threshold = {float(THRESHOLD)}")
-                found = await conn.fetch(SIMILAR_TERMS, tenant, unknown, CANDIDATES_PER_TERM)
-        by_term: dict[str, list[tuple[str, int]]] = {}
-        for term, lexeme, df in found:
-            by_term.setdefault(term, []).append((lexeme, int(df)))
-        fixes: dict[str, None] = {}
-        for term in unknown:
-            for fix in best_corrections(term, by_term.get(term, ())):
-                if fix not in have:
-                    fixes.setdefault(fix, None)
-        return list(fixes)
+        return [(str(t), str(lx), int(df)) for t, lx, df in found]
 
     async def user_records(
         self, tenant: str, user_id: str, *, kinds: Collection[Kind] | None = None, limit: int = 50

@@ -41,9 +41,18 @@ async def recall(
     >>> [f.text for f in r.user_facts], r.documents[0].snippet  # doctest: +SKIP
     (['ناديني ابو فهد'], 'سياسة [[الاسترجاع]]: يمكن إرجاع المنتج خلال ١٤ يوماً …')
     """
+    fact_kinds = {Kind.FACT, Kind.PREFERENCE}
+    # A store that can read both in one round trip (PostgreSQL: every round
+    # trip wakes a backend on a shared machine) says so with facts_and_search;
+    # the result is the same as the two calls below.
+    together = getattr(store, "facts_and_search", None)
+    if together is not None and user_id:
+        facts, documents = await together(tenant, user_id, message, fact_kinds=fact_kinds,
+                                          max_facts=max_facts, kinds={Kind.DOCUMENT},
+                                          k=k_documents)
+        return RecallResult(user_facts=facts, documents=documents)
     facts = (
-        await store.user_records(tenant, user_id, kinds={Kind.FACT, Kind.PREFERENCE},
-                                 limit=max_facts)
+        await store.user_records(tenant, user_id, kinds=fact_kinds, limit=max_facts)
         if user_id
         else []
     )

@@ -34,6 +34,7 @@ __all__ = [
     "TYPO_WEIGHT",
     "best_corrections",
     "candidate_trigrams",
+    "corrections_for",
     "similarity",
     "trigrams",
     "unknown_terms",
@@ -115,3 +116,22 @@ def best_corrections(term: str, candidates: Iterable[tuple[str, int]],
             scored.append((-sim, -df, cand))
     scored.sort()
     return [cand for _, _, cand in scored[:limit]]
+
+
+def corrections_for(unknown: Iterable[str], found: Iterable[tuple[str, str, int]],
+                    have: set[str]) -> list[str]:
+    """The corrections of every ``unknown`` key, in its order, from ``found`` (key, candidate,
+    df) rows, leaving out keys in ``have``.
+
+    >>> corrections_for(["الاستجراع"], [("الاستجراع", "الاسترجاع", 3)], set())
+    ['الاسترجاع']
+    """
+    by_term: dict[str, list[tuple[str, int]]] = {}
+    for term, lexeme, df in found:
+        by_term.setdefault(term, []).append((lexeme, int(df)))
+    fixes: dict[str, None] = {}
+    for term in unknown:
+        for fix in best_corrections(term, by_term.get(term, ())):
+            if fix not in have:
+                fixes.setdefault(fix, None)
+    return list(fixes)

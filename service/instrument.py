@@ -225,6 +225,9 @@ def instrument(telemetry: Telemetry, tenants: Tenants, persistence: Persistence,
         _wrap_async(threads, method, span_name, db)
     mem = {"db.system.name": "postgresql" if hasattr(store, "_pool") else "sqlite"}
     _wrap_async(store, "search", "memory.search", mem, lambda hits: {"diwaniya.hits": len(hits)})
+    # PostgreSQL's recall: the user's facts and the search in one statement (memory.recall).
+    _wrap_async(store, "facts_and_search", "memory.search", mem,
+                lambda found: {"diwaniya.hits": len(found[1])})
     _wrap_async(store, "put", "memory.put", mem, lambda recs: {"diwaniya.records": len(recs)})
     # Pools (PostgreSQL only): the private attributes are read, not changed.
     if persistence.pool is not None:
