@@ -341,7 +341,17 @@ async def test_ranking_ignores_other_tenants_rows(store: MemoryStore, tenants: T
     for start in range(0, len(noise), 500):
         await store.put(noise[start:start + 500])
     assert await store.search(b, "الاسترجاع", k=1)  # B's rows are really there
-    assert await _ranking(store, a) == alone
+    after = await _ranking(store, a)
+    # Ids, order and snippets exactly; scores to 1e-9 relative. Once B's rows are
+    # analysed PostgreSQL may pick another plan and sum a score's terms in another
+    # order, which moves only its last bits; a shared statistic would move it by
+    # percents. (A session-7 CI rehearsal failed the exact comparison once on
+    # 10.290772046508382 vs 10.290772046508383; it never failed alone, in 11 runs.)
+    assert [[(i, snip) for i, _s, snip in q] for q in after] == \
+        [[(i, snip) for i, _s, snip in q] for q in alone]
+    for q_after, q_alone in zip(after, alone, strict=True):
+        assert [s for _i, s, _snip in q_after] == \
+            pytest.approx([s for _i, s, _snip in q_alone], rel=1e-9)
 
 
 async def test_a_question_of_common_words_only_still_ranks(store: MemoryStore, tenants: T) -> None:
