@@ -107,6 +107,11 @@ class Served:
         for line in self.proc.stderr:
             self._err.append(line)
 
+    def log_so_far(self) -> str:
+        """The warnings and errors written so far (while the processes still run)."""
+        return "".join(line for line in list(self._err)
+                       if '"ERROR"' in line or '"WARNING"' in line or "Traceback" in line)
+
     def stderr(self) -> str:
         """What the supervisor and its workers wrote to stderr, once they have exited."""
         self._pump.join(timeout=30)
@@ -201,7 +206,12 @@ def test_every_worker_serves_and_one_thread_is_never_run_twice(two_workers: Serv
         finally:
             await asyncio.gather(*(c.close() for c in clients))
 
-    spread, results, thread, listed = asyncio.run(scenario())
+    try:
+        spread, results, thread, listed = asyncio.run(scenario())
+    except grpc.aio.AioRpcError as exc:
+        # Once (1 full run in ~9, session 7) a first turn got INTERNAL here, never
+        # reproduced alone: fail with the servers' own account of it.
+        pytest.fail(f"{exc.code()}: {exc.details()}\nserver log:\n{two_workers.log_so_far()}")
     assert all(n > 0 for n in spread.values()), spread  # both processes hold connections
     done = [r for r in results if isinstance(r, list)]
     refused = [r for r in results if not isinstance(r, list)]
