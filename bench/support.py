@@ -52,6 +52,8 @@ import re  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import Counter  # noqa: E402
+from collections.abc import AsyncIterator  # noqa: E402
+from contextlib import asynccontextmanager  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from typing import Any  # noqa: E402
@@ -60,8 +62,11 @@ import nlp  # noqa: E402
 from majlis.culture import FixedClock  # noqa: E402
 from memory import Kind, kb, open_store  # noqa: E402
 from service import DiwaniyaClient, Settings, build_app  # noqa: E402
+from service.app import App  # noqa: E402
 
 TENANT = "support"
+# The support sets in bench/data/support (test6: held out, run once in session 7).
+SETS = ("dev", "test", "test2", "test3", "test4", "test5", "test6")
 # A plain working day with no national or religious occasion, so no seasonal
 # greeting colours the replies.
 CLOCK = datetime(2026, 11, 2, 7, tzinfo=UTC)
@@ -146,70 +151,77 @@ async def _recall_at_1(docs: list[Path], questions: list[Question], tmp: Path,
         await store.close()
 
 
+@asynccontextmanager
+async def served(tmp: Path) -> AsyncIterator[tuple[App, DiwaniyaClient]]:
+    """The service on its embedded default under ``tmp`` (SQLite, offline responder,
+    the bench's clock and key), started on 127.0.0.1:0, and a client of it."""
+    settings = Settings(data_dir=tmp / "data", listen="127.0.0.1:0", api_keys={"bench": TENANT})
+    app = await build_app(settings, clock=FixedClock(CLOCK))
+    server = app.server()
+    await server.start()
+    try:
+        async with DiwaniyaClient(f"127.0.0.1:{server.port}", api_key="bench") as client:
+            yield app, client
+    finally:
+        await server.drain(0, delay=0)
+        await app.close()
+
+
 async def run(folder: Path, show: bool) -> dict[str, Any]:
     docs, questions, unanswerable, threads = load(folder)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        settings = Settings(data_dir=tmp / "data", listen="127.0.0.1:0",
-                            api_keys={"bench": TENANT})
-        app = await build_app(settings, clock=FixedClock(CLOCK))
-        server = app.server()
-        await server.start()
-        started = time.perf_counter()
         by_region: Counter[str] = Counter()
         answered: Counter[str] = Counter()
         agreed: Counter[str] = Counter()
         misses: list[str] = []
         leaks = abstained = switches = foreign_switches = reply_foreign = 0
         quoted_chars: list[int] = []  # length of every reply that quotes a document
-        try:
+        async with served(tmp) as (app, client):
+            started = time.perf_counter()
             await kb.ingest_files(app.store, TENANT, docs)
-            async with DiwaniyaClient(f"127.0.0.1:{server.port}", api_key="bench") as client:
-                for i, q in enumerate(questions):
-                    t = await _turn(client, q.text, user=f"q{i}",
-                                    country=COUNTRY.get(q.region, ""))
-                    reply = t.reply
-                    label = f"{q.region}/{q.script}"
-                    by_region[label] += 1
-                    hit = _norm(q.gold) in reply
-                    answered[label] += hit
-                    agreed[label] += (t.voice in NEUTRAL if q.region == "msa"
-                                      else t.dialect == q.region)
-                    reply_foreign += foreign(t.voice, q.region)
-                    if foreign(t.voice, q.region):
-                        misses.append(f"foreign voice {t.voice}\t{label}\t{q.text}")
-                    leaks += bool(_LEAK.search(reply))
-                    if t.quoted:
-                        quoted_chars.append(len(reply))
-                    if not hit:
-                        misses.append(f"{label}\t{q.text}\t→ {reply[:160]}")
-                for i, (region, _script, text) in enumerate(unanswerable):
-                    t = await _turn(client, text, user=f"u{i}", country=COUNTRY.get(region, ""))
-                    abstained += not t.quoted
-                    reply_foreign += foreign(t.voice, region)
-                    if foreign(t.voice, region):
-                        misses.append(f"foreign voice {t.voice}\tunanswerable {region}\t{text}")
-                    leaks += bool(_LEAK.search(t.reply))
-                    if t.quoted:
-                        misses.append(f"unanswerable {region}\t{text}\t→ {t.reply[:160]}")
-                thread_ids: dict[str, str] = {}
-                last_voice: dict[str, str] = {}
-                for name, region, text in threads:
-                    t = await _turn(client, text, user=f"t-{name}",
-                                    thread=thread_ids.get(name, ""),
-                                    country=COUNTRY.get(region, ""))
-                    thread_ids[name] = t.thread_id
-                    switches += name in last_voice and t.voice != last_voice[name]
-                    last_voice[name] = t.voice
-                    foreign_switches += foreign(t.voice, region)
-                    if foreign(t.voice, region):
-                        misses.append(f"thread {name} {region}\t{text}\t→ {t.voice}")
-                    leaks += bool(_LEAK.search(t.reply))
+            for i, q in enumerate(questions):
+                t = await _turn(client, q.text, user=f"q{i}",
+                                country=COUNTRY.get(q.region, ""))
+                reply = t.reply
+                label = f"{q.region}/{q.script}"
+                by_region[label] += 1
+                hit = _norm(q.gold) in reply
+                answered[label] += hit
+                agreed[label] += (t.voice in NEUTRAL if q.region == "msa"
+                                  else t.dialect == q.region)
+                reply_foreign += foreign(t.voice, q.region)
+                if foreign(t.voice, q.region):
+                    misses.append(f"foreign voice {t.voice}\t{label}\t{q.text}")
+                leaks += bool(_LEAK.search(reply))
+                if t.quoted:
+                    quoted_chars.append(len(reply))
+                if not hit:
+                    misses.append(f"{label}\t{q.text}\t→ {reply[:160]}")
+            for i, (region, _script, text) in enumerate(unanswerable):
+                t = await _turn(client, text, user=f"u{i}", country=COUNTRY.get(region, ""))
+                abstained += not t.quoted
+                reply_foreign += foreign(t.voice, region)
+                if foreign(t.voice, region):
+                    misses.append(f"foreign voice {t.voice}\tunanswerable {region}\t{text}")
+                leaks += bool(_LEAK.search(t.reply))
+                if t.quoted:
+                    misses.append(f"unanswerable {region}\t{text}\t→ {t.reply[:160]}")
+            thread_ids: dict[str, str] = {}
+            last_voice: dict[str, str] = {}
+            for name, region, text in threads:
+                t = await _turn(client, text, user=f"t-{name}",
+                                thread=thread_ids.get(name, ""),
+                                country=COUNTRY.get(region, ""))
+                thread_ids[name] = t.thread_id
+                switches += name in last_voice and t.voice != last_voice[name]
+                last_voice[name] = t.voice
+                foreign_switches += foreign(t.voice, region)
+                if foreign(t.voice, region):
+                    misses.append(f"thread {name} {region}\t{text}\t→ {t.voice}")
+                leaks += bool(_LEAK.search(t.reply))
             per_turn_ms = (time.perf_counter() - started) * 1000 / (
                 len(questions) + len(unanswerable) + len(threads))
-        finally:
-            await server.drain(0, delay=0)
-            await app.close()
         with_bridge = await _recall_at_1(docs, questions, tmp, bridge=True)
         without_bridge = await _recall_at_1(docs, questions, tmp, bridge=False)
     if show:
@@ -241,8 +253,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sets = ("dev", "test", "test2", "test3", "test4", "test5", "test6")
-    parser.add_argument("--set", choices=sets, default="dev")
+    parser.add_argument("--set", choices=SETS, default="dev")
     parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
     parser.add_argument("--show-misses", action="store_true",
                         help="print every missed question to stderr (dev tuning)")

@@ -39,7 +39,6 @@ from collections import Counter  # noqa: E402
 from typing import Any  # noqa: E402
 
 import nlp  # noqa: E402
-from majlis.culture import FixedClock  # noqa: E402
 from majlis.models import support as support_rules  # noqa: E402
 from majlis.models.answers import MSA_CHUNKS, document_of, select_answer  # noqa: E402
 from majlis.models.extract import split_sentences  # noqa: E402
@@ -47,17 +46,14 @@ from majlis.models.offline import OfflineResponder  # noqa: E402
 from majlis.models.types import Recalled  # noqa: E402
 from majlis.nodes.recall import RECALL_DOCUMENTS  # noqa: E402
 from memory import Kind, kb  # noqa: E402
-from service import DiwaniyaClient, Settings, build_app  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("support_bench", _HERE / "support.py")
 assert _spec is not None and _spec.loader is not None
 _bench = importlib.util.module_from_spec(_spec)
 sys.modules["support_bench"] = _bench
 _spec.loader.exec_module(_bench)
-CLOCK, COUNTRY, TENANT = _bench.CLOCK, _bench.COUNTRY, _bench.TENANT
-_norm, _turn, load = _bench._norm, _bench._turn, _bench.load
-
-SETS = ("dev", "test", "test2", "test3", "test4", "test5")
+COUNTRY, SETS, TENANT = _bench.COUNTRY, _bench.SETS, _bench.TENANT
+_norm, _turn, load, served = _bench._norm, _bench._turn, _bench.load, _bench.served
 
 
 async def diagnose(folder: Path) -> tuple[Counter[str], list[str], dict[str, Any]]:
@@ -72,72 +68,62 @@ async def diagnose(folder: Path) -> tuple[Counter[str], list[str], dict[str, Any
     lines: list[str] = []
     extra = Counter[str]()
     with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        settings = Settings(data_dir=tmp / "data", listen="127.0.0.1:0",
-                            api_keys={"bench": TENANT})
-        app = await build_app(settings, clock=FixedClock(CLOCK))
-        server = app.server()
-        await server.start()
-        try:
+        async with served(Path(tmp_name)) as (app, client):
             await kb.ingest_files(app.store, TENANT, docs)
-            async with DiwaniyaClient(f"127.0.0.1:{server.port}", api_key="bench") as client:
-                for i, q in enumerate(questions):
-                    t = await _turn(client, q.text, user=f"q{i}",
-                                    country=COUNTRY.get(q.region, ""))
-                    gold = _norm(q.gold)
-                    if gold in t.reply:
-                        causes["answered"] += 1
-                        continue
-                    asked = support_rules.business_text(q.text)
-                    hits = await app.store.search(TENANT, q.text, kinds={Kind.DOCUMENT},
-                                                  k=RECALL_DOCUMENTS)
-                    recalled = [Recalled(h.record.id, "document", h.record.title, h.record.text,
-                                         h.snippet, float(h.score)) for h in hits]
-                    top1 = bool(recalled) and document_of(recalled[0]) == q.doc
-                    extra["top1"] += top1
+            for i, q in enumerate(questions):
+                t = await _turn(client, q.text, user=f"q{i}",
+                                country=COUNTRY.get(q.region, ""))
+                gold = _norm(q.gold)
+                if gold in t.reply:
+                    causes["answered"] += 1
+                    continue
+                asked = support_rules.business_text(q.text)
+                hits = await app.store.search(TENANT, q.text, kinds={Kind.DOCUMENT},
+                                              k=RECALL_DOCUMENTS)
+                recalled = [Recalled(h.record.id, "document", h.record.title, h.record.text,
+                                     h.snippet, float(h.score)) for h in hits]
+                top1 = bool(recalled) and document_of(recalled[0]) == q.doc
+                extra["top1"] += top1
 
-                    def select(rs: list[Recalled], asked: str = asked) -> Any:
-                        return select_answer(asked, rs, keys=responder._keys,
-                                             stop=responder._stop, expand=responder._expand,
-                                             dialect_cue=responder._dialect_cue)
+                def select(rs: list[Recalled], asked: str = asked) -> Any:
+                    return select_answer(asked, rs, keys=responder._keys,
+                                         stop=responder._stop, expand=responder._expand,
+                                         dialect_cue=responder._dialect_cue)
 
-                    found = select(recalled[:MSA_CHUNKS])
-                    if not responder._grounded(found) and len(recalled) > MSA_CHUNKS:
-                        wider = select(recalled)
-                        if wider is not None and (responder._grounded(wider)
-                                                  or (found is None or gold not in
-                                                      _norm(found.text))):
-                            found = wider
-                    chosen = _norm(found.text) if found is not None else ""
-                    grounded = responder._grounded(found)
-                    in_doc = any(gold in s for s in gold_doc_sentences.get(q.doc, []))
-                    recalled_docs = [document_of(r) for r in recalled]
-                    if gold in chosen and grounded:
-                        cause = "routing"
-                    elif not in_doc:
-                        cause = "gold_not_sentence"
-                    elif q.doc not in recalled_docs:
-                        cause = "retrieval"
-                    elif gold not in chosen:
-                        same = found is not None and document_of(found.source) == q.doc
-                        cause = "wrong_sentence_same_doc" if same else "wrong_sentence"
-                    else:
-                        cause = "gated"
-                    causes[cause] += 1
-                    detail = ""
-                    if found is not None:
-                        detail = (f"cov={found.coverage:.2f} grd={found.grounding:.2f} "
-                                  f"typed={found.typed} dia={found.dialect} "
-                                  f"plain_missing={found.plain_missing} lead={found.lead:.1f} "
-                                  f"q={found.qtype.value}")
-                    rank = recalled_docs.index(q.doc) if q.doc in recalled_docs else -1
-                    lines.append(f"{cause}\t{q.region}/{q.script}\t{q.text}\n"
-                                 f"\tgold: {gold}  doc={q.doc} top1={top1} rank={rank}\n"
-                                 f"\tchosen: {chosen[:140]}\n\t{detail}\n"
-                                 f"\treply: {t.reply[:120]}")
-        finally:
-            await server.drain(0, delay=0)
-            await app.close()
+                found = select(recalled[:MSA_CHUNKS])
+                if not responder._grounded(found) and len(recalled) > MSA_CHUNKS:
+                    wider = select(recalled)
+                    if wider is not None and (responder._grounded(wider)
+                                              or (found is None or gold not in
+                                                  _norm(found.text))):
+                        found = wider
+                chosen = _norm(found.text) if found is not None else ""
+                grounded = responder._grounded(found)
+                in_doc = any(gold in s for s in gold_doc_sentences.get(q.doc, []))
+                recalled_docs = [document_of(r) for r in recalled]
+                if gold in chosen and grounded:
+                    cause = "routing"
+                elif not in_doc:
+                    cause = "gold_not_sentence"
+                elif q.doc not in recalled_docs:
+                    cause = "retrieval"
+                elif gold not in chosen:
+                    same = found is not None and document_of(found.source) == q.doc
+                    cause = "wrong_sentence_same_doc" if same else "wrong_sentence"
+                else:
+                    cause = "gated"
+                causes[cause] += 1
+                detail = ""
+                if found is not None:
+                    detail = (f"cov={found.coverage:.2f} grd={found.grounding:.2f} "
+                              f"typed={found.typed} dia={found.dialect} "
+                              f"plain_missing={found.plain_missing} lead={found.lead:.1f} "
+                              f"q={found.qtype.value}")
+                rank = recalled_docs.index(q.doc) if q.doc in recalled_docs else -1
+                lines.append(f"{cause}\t{q.region}/{q.script}\t{q.text}\n"
+                             f"\tgold: {gold}  doc={q.doc} top1={top1} rank={rank}\n"
+                             f"\tchosen: {chosen[:140]}\n\t{detail}\n"
+                             f"\treply: {t.reply[:120]}")
     return causes, lines, {"questions": len(questions)}
 
 
