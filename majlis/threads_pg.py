@@ -43,6 +43,22 @@ from majlis.threads import (
     acquire_polling,
 )
 from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
+from majlis.threads_pg_sql import (
+    CLAIM,
+    CLAIM_NEW_THREAD,
+    COLS,
+    COMMIT_HEAD,
+    FINISH_REQUEST,
+    LIVE,
+    LOCK_AND_BUMP,
+    LOCK_AND_CREATE,
+    LOCK_OWNED_AND_BUMP,
+    LOG,
+    LOG_ROW,
+    REQ_COLS,
+    REQ_KEY,
+    logging_first,
+)
 
 log = logging.getLogger("diwaniya.threads")
 
@@ -54,12 +70,6 @@ PRUNE_EVERY_S = 60.0
 # same database cannot collide with ours.
 _LOCK_CLASS = 0x4457
 
-_REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
-             " events, result, checkpoint_id")
-_REQ_KEY = "tenant = %s AND user_id = %s AND request_id = %s"
-_LIVE = "created_at >= now() - make_interval(secs => %s)"
-
-
 def _record(row: dict[str, Any]) -> RequestRecord:
     return RequestRecord(
         key=RequestKey(row["tenant"], row["user_id"], row["request_id"]),
@@ -68,98 +78,6 @@ def _record(row: dict[str, Any]) -> RequestRecord:
         events=list(row["events"]), result=dict(row["result"]),
         checkpoint_id=row["checkpoint_id"],
     )
-
-_COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
-
-# Takes the thread's advisory lock and, only if it got it, bumps the fencing
-# token — one round trip. The volatile CTE runs exactly once; ``epoch`` is NULL
-# when the lock was not taken or the thread has no row.
-_LOCK_AND_BUMP = (
-    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
-    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
-    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b)")
-
-
-# The same for a continuing turn, with the ownership check folded in: the lock
-# is tried only on a thread this user owns (``mine``), so a thread of another
-# user is never locked and the turn needs no SELECT of its own before this one.
-# ``{live}`` hides an expired thread (``_live``), exactly as ``get`` does.
-_LOCK_OWNED_AND_BUMP = (
-    "WITH o AS (SELECT user_id = %s AS mine FROM diwaniya_threads"
-    " WHERE tenant = %s AND thread_id = %s{live}),"
-    " l AS (SELECT CASE WHEN (SELECT mine FROM o)"
-    " THEN pg_try_advisory_lock(%s, hashtext(%s)) ELSE false END AS got),"
-    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
-    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b),"
-    " coalesce((SELECT mine FROM o), false)")
-
-
-# Records a request id; an expired record of the same id is overwritten as if
-# deleted. Returns the row only when this statement recorded it.
-_CLAIM = (
-    "INSERT INTO diwaniya_requests (tenant, user_id, request_id, thread_id, content_hash,"
-    " new_thread) VALUES (%s,%s,%s,%s,%s,%s)"
-    " ON CONFLICT (tenant, user_id, request_id) DO UPDATE SET thread_id = EXCLUDED.thread_id,"
-    " content_hash = EXCLUDED.content_hash, new_thread = EXCLUDED.new_thread, done = false,"
-    " turn_id = '', events = '[]', result = '{}', checkpoint_id = '', created_at = now()"
-    " WHERE diwaniya_requests.created_at < now() - make_interval(secs => %s)"
-    f" RETURNING {_REQ_COLS}")
-# The same, and the new conversation's thread row only if the request was recorded
-# (so a retry of a first message finds the thread the first attempt made).
-_CLAIM_NEW_THREAD = (
-    f"WITH claim AS ({_CLAIM}),"
-    f" thread AS (INSERT INTO diwaniya_threads ({_COLS})"
-    " SELECT %s,%s,%s,%s,%s,%s,%s WHERE EXISTS (SELECT 1 FROM claim))"
-    " SELECT * FROM claim")
-
-
-# A new thread (its id generated for this turn): the lock, and the row inserted
-# with the first fencing token (1) only if the lock was taken.
-_LOCK_AND_CREATE = (
-    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
-    f" c AS (INSERT INTO diwaniya_threads ({_COLS}, lease_epoch)"
-    " SELECT %s,%s,%s,%s,%s,%s,%s,1 WHERE (SELECT got FROM l) RETURNING lease_epoch)"
-    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM c)")
-
-
-# The fenced registry update: matches (and row-locks) the thread only while the
-# turn's token is still its lease_epoch.
-_COMMIT_HEAD = (
-    "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
-    " turn_count = turn_count + %s, head_checkpoint_id = %s, active_at = now(),"
-    " title = CASE WHEN title = '' THEN %s ELSE title END"
-    " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1")
-# Finishes the request record, only if the fence matched (a CTE beside ``head``).
-_FINISH_REQUEST = (
-    "req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
-    f" result = %s, checkpoint_id = %s WHERE {_REQ_KEY} AND EXISTS (SELECT 1 FROM head))")
-
-
-# The turn log's closing rows (majlis.turn_log), only if the fence matched.
-_LOG_ROW = "(%s::text,%s::text,%s::text,%s::integer,%s::text,%s::float8,%s::text)"
-_LOG = ("log AS (INSERT INTO diwaniya_turn_events"
-        " (tenant, thread_id, turn_id, seq, user_id, at, body)"
-        " SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM head)"
-        " ON CONFLICT DO NOTHING)")
-
-
-# The turn's first event-log row (majlis.turn_log), written by the lock
-# statement it is appended to only if that statement took the lock: the first
-# event costs no round trip of its own (every lock statement ends in this SELECT).
-_LOCK_SELECT = " SELECT (SELECT got FROM l)"
-_LOG_FIRST = (", lf AS (INSERT INTO diwaniya_turn_events"
-              " (tenant, thread_id, turn_id, seq, user_id, at, body)"
-              f" SELECT * FROM (VALUES {_LOG_ROW}) AS v WHERE (SELECT got FROM l)"
-              " ON CONFLICT DO NOTHING)")
-
-
-def _logging_first(sql: str) -> str:
-    """``sql`` (a lock statement) that also writes the first log row when it locks."""
-    head, sep, tail = sql.rpartition(_LOCK_SELECT)
-    assert sep, "every lock statement ends in its SELECT of l.got"
-    return head + _LOG_FIRST + sep + tail
 
 
 class _Fenced(Exception):
@@ -198,7 +116,7 @@ class PostgresThreadStore:
     async def create(self, row: ThreadRow) -> None:
         async with self._pool.connection() as conn:
             await conn.execute(
-                f"INSERT INTO diwaniya_threads ({_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s)",
+                f"INSERT INTO diwaniya_threads ({COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s)",
                 (row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
                  row.updated_at, row.turn_count),
             )
@@ -215,7 +133,7 @@ class PostgresThreadStore:
         async with self._pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(
-                f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND thread_id = %s"
+                f"SELECT {COLS} FROM diwaniya_threads WHERE tenant = %s AND thread_id = %s"
                 + live, (tenant, thread_id, *extra),
             )
             found = await cur.fetchone()
@@ -234,7 +152,7 @@ class PostgresThreadStore:
         self, tenant: str, user_id: str, *, limit: int, after: tuple[datetime, str] | None
     ) -> list[ThreadRow]:
         live, params = self._live(tenant)
-        query = f"SELECT {_COLS} FROM diwaniya_threads WHERE tenant = %s AND user_id = %s" + live
+        query = f"SELECT {COLS} FROM diwaniya_threads WHERE tenant = %s AND user_id = %s" + live
         params = [tenant, user_id, *params]
         if after is not None:
             query += " AND (updated_at, thread_id) < (%s, %s)"
@@ -276,11 +194,11 @@ class PostgresThreadStore:
         gated: list[tuple[str, list[object]]] = []
         if commit.request is not None:
             key = commit.request
-            gated.append((_FINISH_REQUEST, [
+            gated.append((FINISH_REQUEST, [
                 commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
                 commit.checkpoint_id, key.tenant, key.user_id, key.request_id]))
         if commit.log_rows:
-            gated.append((_LOG.format(rows=",".join([_LOG_ROW] * len(commit.log_rows))),
+            gated.append((LOG.format(rows=",".join([LOG_ROW] * len(commit.log_rows))),
                           [v for row in commit.log_rows for v in row]))
         async with self._pool.connection() as conn:
             keep = self._retention.checkpoints_kept
@@ -289,7 +207,7 @@ class PostgresThreadStore:
                     # The usual case: fence, registry, request and checkpoint rows
                     # in one atomic statement, one round trip (majlis.pg_commit).
                     sql, values = pg_commit.fenced_commit_sql(
-                        _COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated)
+                        COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated)
                     # $n on a raw cursor: psycopg does not re-parse it (pg_commit.numbered).
                     raw, sql = AsyncRawCursor(conn), pg_commit.numbered(sql)
                     if not keep:
@@ -308,7 +226,7 @@ class PostgresThreadStore:
                     return
                 async with conn.transaction():
                     sql, values = pg_commit.fenced_commit_sql(
-                        _COMMIT_HEAD, params, ops=(), serde=writes.serde, gated=gated)
+                        COMMIT_HEAD, params, ops=(), serde=writes.serde, gated=gated)
                     cur = await conn.execute(sql, values)
                     if await cur.fetchone() is None:
                         raise _Fenced
@@ -363,7 +281,7 @@ class PostgresThreadStore:
                 params += [row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
                            row.updated_at, row.turn_count]
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(_CLAIM_NEW_THREAD if row is not None else _CLAIM, params)
+            await cur.execute(CLAIM_NEW_THREAD if row is not None else CLAIM, params)
             claimed = await cur.fetchone()
             found = _record(claimed) if claimed else await self._select_request(conn, key)
         assert found is not None  # claimed above, or live already
@@ -377,10 +295,10 @@ class PostgresThreadStore:
     @staticmethod
     async def _select_request(conn: AsyncConnection[Any], key: RequestKey,
                               window_s: float | None = None) -> RequestRecord | None:
-        query = f"SELECT {_REQ_COLS} FROM diwaniya_requests WHERE {_REQ_KEY}"
+        query = f"SELECT {REQ_COLS} FROM diwaniya_requests WHERE {REQ_KEY}"
         params: list[object] = [key.tenant, key.user_id, key.request_id]
         if window_s is not None:
-            query += f" AND {_LIVE}"
+            query += f" AND {LIVE}"
             params.append(window_s)
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(query, params)
@@ -393,7 +311,7 @@ class PostgresThreadStore:
             return
         self._pruned_at = now
         await conn.execute(
-            f"DELETE FROM diwaniya_requests WHERE NOT ({_LIVE})", (window_s,))
+            f"DELETE FROM diwaniya_requests WHERE NOT ({LIVE})", (window_s,))
 
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
@@ -424,21 +342,21 @@ class PostgresThreadStore:
                     with translate_store_errors():
                         if owner is not None:
                             live, extra = self._live(owner[0])
-                            sql = _LOCK_OWNED_AND_BUMP.format(live=live)
+                            sql = LOCK_OWNED_AND_BUMP.format(live=live)
                             params: list[object] = [owner[1], owner[0], thread_id, *extra,
                                                     _LOCK_CLASS, thread_id, thread_id]
                         elif create is None:
-                            sql = _LOCK_AND_BUMP
+                            sql = LOCK_AND_BUMP
                             params = [_LOCK_CLASS, thread_id, thread_id]
                         else:
                             r = create
-                            sql = _LOCK_AND_CREATE
+                            sql = LOCK_AND_CREATE
                             params = [_LOCK_CLASS, thread_id, r.thread_id, r.tenant, r.user_id,
                                       r.title, r.created_at, r.updated_at, r.turn_count]
                         if log_row is not None:
                             # The log row's parameters come after every lock parameter:
                             # its CTE is the last one, just before the final SELECT.
-                            sql, params = _logging_first(sql), [*params, *log_row]
+                            sql, params = logging_first(sql), [*params, *log_row]
                         cur = await conn.execute(sql, params)
                         row = await cur.fetchone()
                     unsure = False
