@@ -15,8 +15,11 @@ fresh database on 127.0.0.1:5432 (``--admin-dsn``), the offline responder and
 path: the request claim and its record in the commit).
 
 Reported per mode: turns/s, time to first event (TTFE) and turn latency
-p50/p95/p99, errors by gRPC status, and the server's CPU per turn (utime +
-stime of the server process and its workers, from /proc/<pid>/stat).
+p50/p95/p99, errors by gRPC status, and CPU per turn (utime + stime from
+/proc/<pid>/stat) of the three that share the machine: the server process and
+its workers, PostgreSQL (the backends serving this run's database, and the
+WAL writer, which is the instance's: on a shared PostgreSQL it counts others'
+work too) and this load generator.
 
 In the same run, after the service has stopped, the same concurrency drives a
 bare graph of the service's shape in this process: as many nodes in a line as
@@ -93,6 +96,12 @@ class Phase:
     latency_ms: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     cpu_s: float = 0.0
+    # PostgreSQL's backends for this database (and its WAL writer), and this process.
+    pg_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+    # pg_stat_wal flushes (the instance) and this database's transactions, in the phase.
+    wal_syncs: int = 0
+    commits: int = 0
     # The untimed first turn of every stream at once (drive_service): its TTFE.
     burst_ttfe_ms: list[float] = field(default_factory=list)
     # When each turn started, from the phase's first turn (perf_counter), beside ttfe_ms.
@@ -108,6 +117,12 @@ class Phase:
             "errors": dict(self.errors),
             "server_cpu_ms_per_turn": round(self.cpu_s / self.turns * 1000, 2)
             if self.turns else None,
+            **({"pg_cpu_ms_per_turn": round(self.pg_cpu_s / self.turns * 1000, 2),
+                "client_cpu_ms_per_turn": round(self.client_cpu_s / self.turns * 1000, 2)}
+               if self.turns and self.pg_cpu_s else {}),
+            **({"pg_xacts_per_turn": round(self.commits / self.turns, 2),
+                "wal_syncs_per_turn": round(self.wal_syncs / self.turns, 2)}
+               if self.turns and self.commits else {}),
             **self.by_start(),
         }
 
@@ -134,14 +149,18 @@ def _round(value: float | None) -> float | None:
 
 
 def cpu_seconds(pids: list[int]) -> float:
-    total = 0
+    return sum(cpu_by_pid(pids).values())
+
+
+def cpu_by_pid(pids: list[int]) -> dict[int, float]:
+    found: dict[int, float] = {}
     for pid in pids:
         try:
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICK
+        found[pid] = (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    return found
 
 
 def server_pids(root: int) -> list[int]:
@@ -155,6 +174,25 @@ def server_pids(root: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == root:
                 pids.append(int(entry))
     return pids
+
+
+def pg_counters(dsn: str) -> tuple[int, int]:
+    """(WAL flushes of the instance, commits in this database) so far."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT (SELECT wal_sync FROM pg_stat_wal), xact_commit FROM pg_stat_database"
+            " WHERE datname = current_database()").fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def pg_pids(dsn: str) -> list[int]:
+    """The PostgreSQL processes serving ``dsn``'s database, and the WAL writer
+    (which flushes asynchronous commits): PostgreSQL runs on this machine."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE (datname = current_database()"
+            " AND pid <> pg_backend_pid()) OR backend_type = 'walwriter'").fetchall()
+    return [int(r[0]) for r in rows]
 
 
 # -------------------------------------------------------------- service
@@ -171,6 +209,9 @@ def start_server(dsn: str, workers: int, pool_max: int,
            # workers (2 x 56 lock connections): open what the load runs at
            # once, not the whole lock pool the service opens by default.
            "DIWANIYA_PG_LOCK_POOL_MIN": str(lock_min)}
+    # No Prometheus endpoint unless asked for: its fixed default port would
+    # collide with any other service on the machine, and nothing reads it here.
+    env.setdefault("DIWANIYA_METRICS_LISTEN", "")
     env.pop("DIWANIYA_MODEL_BASE_URL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--workers", str(workers)],
@@ -207,7 +248,7 @@ async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
 
 
 async def drive_service(target: str, pids: list[int], mode: str, streams: int,
-                        turns: int, request_ids: bool = False) -> Phase:
+                        turns: int, request_ids: bool = False, dsn: str = "") -> Phase:
     phase = Phase(f"service/{mode}")
     clients = [DiwaniyaClient(target, own_connection=True) for _ in range(streams)]
     try:
@@ -229,11 +270,25 @@ async def drive_service(target: str, pids: list[int], mode: str, streams: int,
                 await one_turn(clients[i], phase, text, users[i], threads[i], request_ids)
 
         phase.burst_ttfe_ms = warm.ttfe_ms
+        # After the warm-up: every pool connection (and so its backend) is open.
+        pg0 = cpu_by_pid(await asyncio.to_thread(pg_pids, dsn) if dsn else [])
+        wal0 = await asyncio.to_thread(pg_counters, dsn) if dsn else (0, 0)
+        me0 = time.process_time()
         cpu0, t0 = cpu_seconds(pids), time.perf_counter()
         phase.t0 = t0
         await asyncio.gather(*(stream(i) for i in range(streams)))
         phase.wall_s = time.perf_counter() - t0
         phase.cpu_s = cpu_seconds(pids) - cpu0
+        phase.client_cpu_s = time.process_time() - me0
+        # Backends opened during the phase count from their start.
+        pg1 = cpu_by_pid(await asyncio.to_thread(pg_pids, dsn) if dsn else [])
+        phase.pg_cpu_s = sum(t - pg0.get(pid, 0.0) for pid, t in pg1.items())
+        if dsn:
+            # Statistics reach pg_stat_* when a backend goes idle: wait them in.
+            await asyncio.sleep(1.5)
+            wal1 = await asyncio.to_thread(pg_counters, dsn)
+            # Less this bench's own two reads (one commit each).
+            phase.wal_syncs, phase.commits = wal1[0] - wal0[0], wal1[1] - wal0[1] - 2
     finally:
         await asyncio.gather(*(c.close() for c in clients))
     return phase
@@ -344,7 +399,7 @@ def main() -> None:
             pids = server_pids(proc.pid)
             for mode in modes:
                 phases.append(asyncio.run(drive_service(target, pids, mode, args.streams,
-                                                        args.turns, args.request_ids)))
+                                                        args.turns, args.request_ids, dsn)))
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -393,6 +448,13 @@ def main() -> None:
                   f"({r['ttfe_cold_turns']} turns) {pair('ttfe_cold')}, after "
                   f"{pair('ttfe_steady')}; slowest (start s, ms): "
                   + " ".join(f"{s:.2f}:{t:.0f}" for s, t in r["ttfe_slowest"]))
+    for key, r in rows.items():
+        if "pg_cpu_ms_per_turn" in r:
+            print(f"{key} CPU ms per turn: server {r['server_cpu_ms_per_turn']:.2f}, PostgreSQL "
+                  f"{r['pg_cpu_ms_per_turn']:.2f}, load generator "
+                  f"{r['client_cpu_ms_per_turn']:.2f}; PostgreSQL transactions per turn "
+                  f"{r.get('pg_xacts_per_turn', 0):.2f}, WAL flushes per turn "
+                  f"{r.get('wal_syncs_per_turn', 0):.2f} (the instance's)")
     for mode, ratio in ratios.items():
         print(f"service / bare graph throughput ({mode}): {ratio:.2f} "
               f"({SERVICE_NODES} nodes, the service's shape); "

@@ -108,7 +108,7 @@ def main() -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
         conn.execute(f"ALTER DATABASE \"{name}\" SET log_statement = 'all'")
     try:
-        proc, target = start_server(f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}", 1, 20)
+        proc, target = start_server(f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}", 1, 20, 1)
         try:
             found = asyncio.run(count(target, args.log, name))
         finally:
