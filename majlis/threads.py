@@ -61,13 +61,24 @@ class ThreadRow:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """Proof of holding a thread's turn lock: PostgreSQL's ``lease_epoch`` after the
-    holder bumped it, or the SQLite lease row's owner id. ``None``: no thread row."""
+    """Proof of holding a thread's turn lock: an owner id unique to this acquisition
+    (PostgreSQL: the ``lease_owner`` uuid set with the ``lease_epoch`` bump, both
+    checked by the commit; SQLite: the lease row's owner). ``None``: no thread row."""
 
     thread_id: str
-    token: int | str | None
+    token: str | None
+    # PostgreSQL: the lease_epoch this acquisition bumped the thread to.
+    epoch: int | None = None
     # The lock's own statement also wrote the turn's first log row (``lock(log_row=…)``).
     logged_first: bool = False
+    # The lock's statement created the thread's row (``lock(create=…)``).
+    created: bool = False
+    # The thread had no committed checkpoint when the lock was taken (False where
+    # the store does not say): a turn on a thread made for it then reads none.
+    headless: bool = False
+    # ``lock(request=…)``: that request was already done when the lock was taken
+    # (another replica finished it meanwhile) — replay it, run nothing.
+    request_done: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +108,8 @@ class RequestRecord:
     events: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] = field(default_factory=dict)
     checkpoint_id: str = ""
+    # Recorded by the claim that returned it (not found there from an earlier attempt).
+    claimed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,15 +156,19 @@ class ThreadStore(Protocol):
     def lock(
         self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None,
         create: ThreadRow | None = None, owner: tuple[str, str] | None = None,
+        request: tuple[RequestKey, float] | None = None,
         log_row: Sequence[object] | None = None,
     ) -> AbstractAsyncContextManager[Lease]:
         """Hold the thread's turn lock; ``create``: insert this new thread's row as the
         lock is taken (a new conversation's first turn, without a request_id);
         ``owner`` (tenant, user_id): NotFound unless that user owns the thread,
         checked in the lock's own statement where the store can (no lock is taken
-        on another user's thread); ``log_row``: the turn's first event-log row
-        (majlis.turn_log), written by the lock's statement only if it took the
-        lock, where the store can — ``Lease.logged_first`` says whether it did."""
+        on another user's thread); ``request`` (key, replay window): look, once the
+        lock is taken, whether that request is done already (``Lease.request_done``),
+        in the lock's own statement where the store can; ``log_row``: the turn's
+        first event-log row (majlis.turn_log), written by the lock's statement only
+        if it took the lock (and the request is not done), where the store can —
+        ``Lease.logged_first`` says whether it did."""
         ...
     async def commit_turn(
         self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit
@@ -165,10 +182,12 @@ class ThreadStore(Protocol):
         ...
     async def claim_request(
         self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
-        window_s: float,
+        window_s: float, owner_check: bool = False,
     ) -> RequestRecord:
         """The live record for ``key``; if none, record a pending one for ``thread_id``
-        (creating ``new_thread`` in the same transaction). Prunes expired records."""
+        (creating ``new_thread`` in the same transaction). Prunes expired records.
+        ``owner_check``: NotFound, recording nothing, unless ``key``'s user owns
+        ``thread_id`` (a live thread, as ``get`` sees it)."""
         ...
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None: ...
     async def ping(self) -> None: ...

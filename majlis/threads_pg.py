@@ -1,11 +1,13 @@
 """PostgreSQL :class:`~majlis.threads.ThreadStore`: a table plus advisory locks.
 
-Fencing: taking a thread's lock bumps ``lease_epoch`` on its row (one
-statement with the lock); a turn's commit row-locks it with an UPDATE whose
-WHERE is the epoch its lock produced, and keeps its writes only if that
-matched. A turn whose lock session died cannot commit once
-a successor has taken the lock, and the successor's bump waits for a commit
-already in flight, so it always starts from the committed head.
+Fencing: taking a thread's lock bumps ``lease_epoch`` on its row and sets
+``lease_owner`` to a new uuid (one statement with the lock, committed
+asynchronously); a turn's commit row-locks it with an UPDATE whose WHERE is
+the (epoch, owner) its lock produced, and keeps its writes only if that
+matched. A turn whose lock session died cannot commit once a successor has
+taken the lock — nor after a crash lost its bump, since no one else is ever
+given its owner — and the successor's bump waits for a commit already in
+flight, so it always starts from the committed head (docs/fencing.md).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -46,18 +50,17 @@ from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
 from majlis.threads_pg_sql import (
     CLAIM,
     CLAIM_NEW_THREAD,
+    CLAIM_OWNED,
     COLS,
     COMMIT_HEAD,
     FINISH_REQUEST,
     LIVE,
-    LOCK_AND_BUMP,
-    LOCK_AND_CREATE,
-    LOCK_OWNED_AND_BUMP,
     LOG,
+    LOG_FIRST_PARAMS,
     LOG_ROW,
     REQ_COLS,
     REQ_KEY,
-    logging_first,
+    lock_statement,
 )
 
 log = logging.getLogger("diwaniya.threads")
@@ -78,6 +81,14 @@ def _record(row: dict[str, Any]) -> RequestRecord:
         events=list(row["events"]), result=dict(row["result"]),
         checkpoint_id=row["checkpoint_id"],
     )
+
+
+def _owner(token: object) -> uuid.UUID | None:
+    """The lease's owner uuid (None matches no row: a lease without a thread row)."""
+    try:
+        return uuid.UUID(str(token)) if token is not None else None
+    except ValueError:
+        return None
 
 
 class _Fenced(Exception):
@@ -190,7 +201,8 @@ class PostgresThreadStore:
         """
         params: list[object] = [
             commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
-            lease.thread_id, lease.token if isinstance(lease.token, int) else -1]
+            lease.thread_id, lease.epoch if lease.epoch is not None else -1,
+            _owner(lease.token)]
         gated: list[tuple[str, list[object]]] = []
         if commit.request is not None:
             key = commit.request
@@ -242,13 +254,20 @@ class PostgresThreadStore:
                 "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s",
                 (lease.thread_id,))
             row = await cur.fetchone()
-        if row is None:
+        if row is None and not lease.created:
             raise NotFound(f"thread {lease.thread_id} was deleted while this turn ran; "
                            "nothing was saved")
+        if row is None:
+            # A thread this turn's lock statement created, whose row is gone: that
+            # statement commits asynchronously, and the database restarted before
+            # it reached the disk. The client resends its first message.
+            raise LeaseLost(
+                f"the database lost new thread {lease.thread_id} in a restart before this "
+                "turn could be saved; nothing of it was saved — send the message again")
         raise LeaseLost(
             f"this turn lost its hold on thread {lease.thread_id} (the database dropped "
-            "its lock and another turn took the thread over); nothing of it was saved — "
-            "send the message again (the same request_id is safe)")
+            "its lock and another turn took the thread over, or lost it in a restart); "
+            "nothing of it was saved — send the message again (the same request_id is safe)")
 
     async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
         async with self._pool.connection() as conn, conn.transaction():
@@ -264,27 +283,42 @@ class PostgresThreadStore:
     # ----------------------------------------------------------- requests
     async def claim_request(
         self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
-        window_s: float,
+        window_s: float, owner_check: bool = False,
     ) -> RequestRecord:
         """One statement (atomic on its own): record the request unless a live record
         holds its id — an expired one is overwritten in place — and create
-        ``new_thread`` only when this call recorded it. A live record (a retry)
-        is read by a second query; the first message of a new conversation and
-        every new request cost one round trip."""
+        ``new_thread`` only when this call recorded it, or (``owner_check``) only
+        on a thread the user owns. A live record (a retry) is read by a second
+        query; the first message of a new conversation and every new request
+        cost one round trip."""
         async with translate_store_errors(self._pool), self._pool.connection() as conn:
             if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
                 await self._prune(conn, window_s)
             row = new_thread
             params: list[object] = [key.tenant, key.user_id, key.request_id, thread_id,
                                     content_hash, row is not None, window_s]
+            sql = CLAIM
             if row is not None:
+                sql = CLAIM_NEW_THREAD
                 params += [row.thread_id, row.tenant, row.user_id, row.title, row.created_at,
                            row.updated_at, row.turn_count]
+            elif owner_check:
+                live, extra = self._live(key.tenant)
+                sql = CLAIM_OWNED.replace("{live}", live)
+                params = [key.user_id, key.tenant, thread_id, *extra, *params]
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(CLAIM_NEW_THREAD if row is not None else CLAIM, params)
+            await cur.execute(sql, params)
             claimed = await cur.fetchone()
-            found = _record(claimed) if claimed else await self._select_request(conn, key)
-        assert found is not None  # claimed above, or live already
+            if owner_check and row is None:
+                if not (claimed and claimed.pop("mine")):
+                    # Exactly what a missing thread says: thread ids cannot be probed.
+                    raise NotFound(f"thread {thread_id} not found for user {key.user_id}")
+                if claimed["tenant"] is None:
+                    claimed = None
+            if claimed:
+                return replace(_record(claimed), claimed=True)
+            found = await self._select_request(conn, key)
+        assert found is not None  # live already (not recorded above)
         return found
 
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
@@ -318,6 +352,7 @@ class PostgresThreadStore:
                    on_wait: OnWait | None = None,
                    create: ThreadRow | None = None,
                    owner: tuple[str, str] | None = None,
+                   request: tuple[RequestKey, float] | None = None,
                    log_row: Sequence[object] | None = None) -> AsyncIterator[Lease]:
         signal = WaitSignal(on_wait)  # one ``queued`` per reason, however it is found
         async with self._waiters.waiting(thread_id, policy=policy):
@@ -331,32 +366,19 @@ class PostgresThreadStore:
             self._held += 1
             self._idle.clear()
             try:
-                epoch: list[int | None] = []
+                # (epoch, request already done, no head yet) once the lock is taken.
+                found: list[tuple[int | None, bool, bool]] = []
                 # True while a lock attempt's outcome is unknown (it failed or was
                 # cancelled mid-way): the lock may be held, so it must be released.
                 unsure = False
+
+                sql, params = self._lock_sql(thread_id, create=create, owner=owner,
+                                             request=request, log_row=log_row)
 
                 async def try_lock() -> bool:
                     nonlocal unsure
                     unsure = True
                     with translate_store_errors():
-                        if owner is not None:
-                            live, extra = self._live(owner[0])
-                            sql = LOCK_OWNED_AND_BUMP.format(live=live)
-                            params: list[object] = [owner[1], owner[0], thread_id, *extra,
-                                                    _LOCK_CLASS, thread_id, thread_id]
-                        elif create is None:
-                            sql = LOCK_AND_BUMP
-                            params = [_LOCK_CLASS, thread_id, thread_id]
-                        else:
-                            r = create
-                            sql = LOCK_AND_CREATE
-                            params = [_LOCK_CLASS, thread_id, r.thread_id, r.tenant, r.user_id,
-                                      r.title, r.created_at, r.updated_at, r.turn_count]
-                        if log_row is not None:
-                            # The log row's parameters come after every lock parameter:
-                            # its CTE is the last one, just before the final SELECT.
-                            sql, params = logging_first(sql), [*params, *log_row]
                         cur = await conn.execute(sql, params)
                         row = await cur.fetchone()
                     unsure = False
@@ -365,7 +387,7 @@ class PostgresThreadStore:
                         raise NotFound(f"thread {thread_id} not found for user {owner[1]}")
                     if not (row and row[0]):
                         return False
-                    epoch.append(row[1])
+                    found.append((row[1], bool(row[3]), bool(row[4])))
                     return True
 
                 try:
@@ -375,7 +397,13 @@ class PostgresThreadStore:
                     await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
                                           on_wait=signal,
                                           position=lambda: self._waiters.position(thread_id))
-                    yield Lease(thread_id, epoch[-1], logged_first=log_row is not None)
+                    epoch, done, headless = found[-1]
+                    # The token: the epoch and this acquisition's owner uuid (None
+                    # when the thread has no row: nothing to fence, nothing to commit).
+                    yield Lease(thread_id, None if epoch is None else str(params["lease_owner"]),
+                                epoch=epoch, request_done=done, created=create is not None,
+                                headless=headless,
+                                logged_first=log_row is not None and not done)
                 finally:
                     # The lock is session-level: release it before the connection
                     # returns to the pool, even when the turn was cancelled. If the
@@ -385,7 +413,7 @@ class PostgresThreadStore:
                     # lock: the turn's outcome was decided by its fenced commit, so
                     # a failed unlock must not turn it into an error.
                     try:
-                        if epoch or unsure:
+                        if found or unsure:
                             await asyncio.shield(conn.execute(
                                 "SELECT pg_advisory_unlock(%s, hashtext(%s))",
                                 (_LOCK_CLASS, thread_id)))
@@ -401,6 +429,32 @@ class PostgresThreadStore:
                 self._held -= 1
                 if not self._held:
                     self._idle.set()
+
+    def _lock_sql(self, thread_id: str, *, create: ThreadRow | None,
+                  owner: tuple[str, str] | None, request: tuple[RequestKey, float] | None,
+                  log_row: Sequence[object] | None) -> tuple[str, dict[str, object]]:
+        """The lock statement for this turn (majlis.threads_pg_sql.lock_statement) and
+        its parameters, with a new owner uuid: one per acquisition, never reissued."""
+        params: dict[str, object] = {"cls": _LOCK_CLASS, "thread": thread_id,
+                                     "lease_owner": uuid.uuid4()}
+        live: str | None = None
+        if owner is not None:
+            ttl = self._retention.idle_ttl(owner[0])
+            live = " AND active_at >= now() - make_interval(secs => %(ttl)s)" if ttl > 0 else ""
+            params.update(tenant=owner[0], user=owner[1], ttl=ttl)
+        if create is not None:
+            params.update(tenant=create.tenant, user=create.user_id, title=create.title,
+                          created_at=create.created_at, updated_at=create.updated_at,
+                          turn_count=create.turn_count)
+        if request is not None:
+            key, window_s = request
+            params.update(tenant=key.tenant, user=key.user_id, request_id=key.request_id,
+                          window_s=window_s)
+        if log_row is not None:
+            params.update(zip(LOG_FIRST_PARAMS, log_row, strict=True))
+        sql = lock_statement(create=create is not None, owned=live, request=request is not None,
+                             log_first=log_row is not None)
+        return sql, params
 
     def _lock_queue(self) -> tuple[bool, int]:
         """(the lock pool is at its size limit with no idle connection, turns queued on it)."""

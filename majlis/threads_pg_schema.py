@@ -25,6 +25,9 @@ CREATE INDEX IF NOT EXISTS diwaniya_threads_by_user
     ON diwaniya_threads (tenant, user_id, updated_at DESC, thread_id DESC);
 -- Fencing token (bumped by every lock holder) and the last committed checkpoint.
 ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS lease_epoch bigint NOT NULL DEFAULT 0;
+-- The holder's uuid, set with every bump and checked with the epoch: unique per
+-- acquisition, so a bump lost with its asynchronous commit is never reissued.
+ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS lease_owner uuid;
 ALTER TABLE diwaniya_threads ADD COLUMN IF NOT EXISTS head_checkpoint_id text NOT NULL DEFAULT '';
 -- The database clock at the last commit (majlis.retention: idle expiry); rows
 -- from before get the migration's time, so they never expire early.

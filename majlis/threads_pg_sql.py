@@ -16,31 +16,6 @@ LIVE = "created_at >= now() - make_interval(secs => %s)"
 
 COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 
-# Takes the thread's advisory lock and, only if it got it, bumps the fencing
-# token — one round trip. The volatile CTE runs exactly once; ``epoch`` is NULL
-# when the lock was not taken or the thread has no row.
-LOCK_AND_BUMP = (
-    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
-    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
-    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b)")
-
-
-# The same for a continuing turn, with the ownership check folded in: the lock
-# is tried only on a thread this user owns (``mine``), so a thread of another
-# user is never locked and the turn needs no SELECT of its own before this one.
-# ``{live}`` hides an expired thread (``_live``), exactly as ``get`` does.
-LOCK_OWNED_AND_BUMP = (
-    "WITH o AS (SELECT user_id = %s AS mine FROM diwaniya_threads"
-    " WHERE tenant = %s AND thread_id = %s{live}),"
-    " l AS (SELECT CASE WHEN (SELECT mine FROM o)"
-    " THEN pg_try_advisory_lock(%s, hashtext(%s)) ELSE false END AS got),"
-    " b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-    " WHERE thread_id = %s AND (SELECT got FROM l) RETURNING lease_epoch)"
-    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b),"
-    " coalesce((SELECT mine FROM o), false)")
-
-
 # Records a request id; an expired record of the same id is overwritten as if
 # deleted. Returns the row only when this statement recorded it.
 CLAIM = (
@@ -60,22 +35,27 @@ CLAIM_NEW_THREAD = (
     " SELECT * FROM claim")
 
 
-# A new thread (its id generated for this turn): the lock, and the row inserted
-# with the first fencing token (1) only if the lock was taken.
-LOCK_AND_CREATE = (
-    "WITH l AS (SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS got),"
-    f" c AS (INSERT INTO diwaniya_threads ({COLS}, lease_epoch)"
-    " SELECT %s,%s,%s,%s,%s,%s,%s,1 WHERE (SELECT got FROM l) RETURNING lease_epoch)"
-    " SELECT (SELECT got FROM l), (SELECT lease_epoch FROM c)")
+# The same on a continuing thread, only if the key's user owns it (``o``, with
+# ``{live}`` as in ``get``): one row always, ``mine`` first, then the record's
+# columns — NULL unless this statement recorded it.
+CLAIM_OWNED = (
+    "WITH o AS (SELECT user_id = %s AS mine FROM diwaniya_threads"
+    " WHERE tenant = %s AND thread_id = %s{live}),"
+    " claim AS (" + CLAIM.replace("VALUES (%s,%s,%s,%s,%s,%s)",
+                                  "SELECT %s,%s,%s,%s,%s,%s WHERE (SELECT mine FROM o)") + ")"
+    " SELECT coalesce((SELECT mine FROM o), false) AS mine, claim.*"
+    " FROM (SELECT 1) AS one LEFT JOIN claim ON true")
 
 
 # The fenced registry update: matches (and row-locks) the thread only while the
-# turn's token is still its lease_epoch.
+# turn's token is still its (lease_epoch, lease_owner) — the owner is a random
+# uuid per acquisition, so a bump lost with an asynchronous commit can never be
+# reissued to a later holder (docs/fencing.md).
 COMMIT_HEAD = (
     "UPDATE diwaniya_threads SET updated_at = greatest(updated_at, %s),"
     " turn_count = turn_count + %s, head_checkpoint_id = %s, active_at = now(),"
     " title = CASE WHEN title = '' THEN %s ELSE title END"
-    " WHERE thread_id = %s AND lease_epoch = %s RETURNING 1")
+    " WHERE thread_id = %s AND lease_epoch = %s AND lease_owner = %s RETURNING 1")
 # Finishes the request record, only if the fence matched (a CTE beside ``head``).
 FINISH_REQUEST = (
     "req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
@@ -90,18 +70,81 @@ LOG = ("log AS (INSERT INTO diwaniya_turn_events"
         " ON CONFLICT DO NOTHING)")
 
 
-# The turn's first event-log row (majlis.turn_log), written by the lock
-# statement it is appended to only if that statement took the lock: the first
-# event costs no round trip of its own (every lock statement ends in this SELECT).
-LOCK_SELECT = " SELECT (SELECT got FROM l)"
-LOG_FIRST = (", lf AS (INSERT INTO diwaniya_turn_events"
+
+
+# ------------------------------------------------------------------ locks
+# A lock statement: the thread's advisory lock and, only if it got it, the
+# fencing token — one round trip, named parameters (``%(thread)s``…). It commits
+# asynchronously (``synchronous_commit`` off for this statement's transaction
+# only, set_config's third argument): the token's safety does not need it on
+# disk (docs/fencing.md, "Asynchronous lock commits"), and a turn's fenced
+# commit, synchronous, flushes the WAL up to itself, this statement included.
+_TRY = ("set_config('synchronous_commit', 'off', true) = 'off'"
+        " AND pg_try_advisory_lock(%(cls)s, hashtext(%(thread)s))")
+# Continuing turns: the token moves on (epoch + 1, a new owner).
+_BUMP = ("b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1,"
+         " lease_owner = %(lease_owner)s"
+         " WHERE thread_id = %(thread)s AND (SELECT got FROM l)"
+         " RETURNING lease_epoch, head_checkpoint_id = '' AS headless)")
+# A new thread (its id generated for this turn, no request_id): its row is
+# inserted with the first token only if the lock was taken.
+_CREATE = (f"b AS (INSERT INTO diwaniya_threads ({COLS}, lease_epoch, lease_owner)"
+           " SELECT %(thread)s, %(tenant)s, %(user)s, %(title)s, %(created_at)s,"
+           " %(updated_at)s, %(turn_count)s, 1, %(lease_owner)s"
+           " WHERE (SELECT got FROM l) RETURNING lease_epoch, true AS headless)")
+# The ownership check of a continuing turn without request_id: the lock is
+# tried only on a thread this user owns (``mine``), so another user's thread is
+# never locked. ``{live}`` hides an expired thread, exactly as ``get`` does.
+_OWNED = ("o AS (SELECT user_id = %(user)s AS mine FROM diwaniya_threads"
+          " WHERE tenant = %(tenant)s AND thread_id = %(thread)s{live})")
+# The request's re-check after locking (another replica may have finished it
+# while this turn waited): FOR KEY SHARE makes READ COMMITTED read the record's
+# latest committed version, not this statement's snapshot — which was taken
+# before the lock, so a holder that committed and unlocked in between would be
+# missed. Evaluated after ``b`` (it names it), so after the lock and after the
+# bump has waited out a commit still in flight on the thread row.
+_REQUEST = ("r AS (SELECT done FROM diwaniya_requests WHERE tenant = %(tenant)s"
+            " AND user_id = %(user)s AND request_id = %(request_id)s"
+            " AND created_at >= now() - make_interval(secs => %(window_s)s)"
+            " AND EXISTS (SELECT 1 FROM b) FOR KEY SHARE)")
+_NOT_DONE = " AND NOT coalesce((SELECT done FROM r), false)"
+# The turn's first event-log row (majlis.turn_log), written only if the turn
+# runs: it took the lock (and its request is not done already).
+_LOG_FIRST = ("lf AS (INSERT INTO diwaniya_turn_events"
               " (tenant, thread_id, turn_id, seq, user_id, at, body)"
-              f" SELECT * FROM (VALUES {LOG_ROW}) AS v WHERE (SELECT got FROM l)"
-              " ON CONFLICT DO NOTHING)")
+              " SELECT %(lf_tenant)s::text, %(lf_thread)s::text, %(lf_turn)s::text,"
+              " %(lf_seq)s::integer, %(lf_user)s::text, %(lf_at)s::float8, %(lf_body)s::text"
+              " WHERE (SELECT got FROM l){done} ON CONFLICT DO NOTHING)")
+# The names of the first log row's parameters, in majlis.turn_log's Row order.
+LOG_FIRST_PARAMS = ("lf_tenant", "lf_thread", "lf_turn", "lf_seq", "lf_user", "lf_at", "lf_body")
 
 
-def logging_first(sql: str) -> str:
-    """``sql`` (a lock statement) that also writes the first log row when it locks."""
-    head, sep, tail = sql.rpartition(LOCK_SELECT)
-    assert sep, "every lock statement ends in its SELECT of l.got"
-    return head + LOG_FIRST + sep + tail
+def lock_statement(*, create: bool = False, owned: str | None = None, request: bool = False,
+                   log_first: bool = False) -> str:
+    """The lock statement of one kind of turn; its row is always
+    ``(got, lease_epoch, mine, done, headless)``: the lock was taken; the new
+    token's epoch (NULL: not taken, or no thread row); the user owns the thread
+    (true unless ``owned``, the ``{live}`` filter, asks); the request finished
+    already; the thread has no committed checkpoint (``head_checkpoint_id`` empty,
+    read from its latest version, as the bump reads it).
+
+    >>> "FOR KEY SHARE" in lock_statement(request=True), "lf AS" in lock_statement()
+    (True, False)
+    """
+    ctes = []
+    if owned is not None:
+        ctes += [_OWNED.format(live=owned),
+                 f"l AS (SELECT CASE WHEN (SELECT mine FROM o) THEN {_TRY} ELSE false END"
+                 " AS got)"]
+    else:
+        ctes.append(f"l AS (SELECT {_TRY} AS got)")
+    ctes.append(_CREATE if create else _BUMP)
+    if request:
+        ctes.append(_REQUEST)
+    if log_first:
+        ctes.append(_LOG_FIRST.format(done=_NOT_DONE if request else ""))
+    mine = "coalesce((SELECT mine FROM o), false)" if owned is not None else "true"
+    done = "coalesce((SELECT done FROM r), false)" if request else "false"
+    return ("WITH " + ", ".join(ctes) +
+            f" SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b), {mine}, {done},"
+            " coalesce((SELECT headless FROM b), false)")

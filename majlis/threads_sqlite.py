@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -48,48 +49,10 @@ from majlis.threads import (
     WaiterCounter,
     acquire_polling,
 )
+from majlis.threads_sqlite_schema import ADDED, DDL, LEASE_OWNER_COLUMNS
 
 PRUNE_EVERY_S = 60.0
 
-_DDL = """
-CREATE TABLE IF NOT EXISTS diwaniya_threads (
-    thread_id   TEXT PRIMARY KEY,
-    tenant      TEXT NOT NULL,
-    user_id     TEXT NOT NULL,
-    title       TEXT NOT NULL DEFAULT '',
-    created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL,
-    turn_count  INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS diwaniya_threads_by_user
-    ON diwaniya_threads (tenant, user_id, updated_at DESC, thread_id DESC);
-CREATE TABLE IF NOT EXISTS diwaniya_thread_leases (
-    thread_id   TEXT PRIMARY KEY,
-    owner       TEXT NOT NULL,
-    expires_at  REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS diwaniya_requests (
-    tenant        TEXT NOT NULL,
-    user_id       TEXT NOT NULL,
-    request_id    TEXT NOT NULL,
-    thread_id     TEXT NOT NULL,
-    content_hash  TEXT NOT NULL,
-    new_thread    INTEGER NOT NULL,
-    done          INTEGER NOT NULL DEFAULT 0,
-    turn_id       TEXT NOT NULL DEFAULT '',
-    events        TEXT NOT NULL DEFAULT '[]',
-    result        TEXT NOT NULL DEFAULT '{}',
-    checkpoint_id TEXT NOT NULL DEFAULT '',
-    created_at    REAL NOT NULL,
-    PRIMARY KEY (tenant, user_id, request_id)
-);
-CREATE INDEX IF NOT EXISTS diwaniya_requests_by_age ON diwaniya_requests (created_at);
-CREATE INDEX IF NOT EXISTS diwaniya_requests_by_thread ON diwaniya_requests (thread_id);
-"""
-# Columns added after the first release: ALTER TABLE has no IF NOT EXISTS in SQLite.
-# active_at: this host's clock (epoch s) at the last commit (majlis.retention).
-_ADDED = (("diwaniya_threads", "head_checkpoint_id", "TEXT NOT NULL DEFAULT ''"),
-          ("diwaniya_threads", "active_at", "REAL NOT NULL DEFAULT 0"))
 _REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
              " events, result, checkpoint_id")
 _REQ_KEY = "tenant = ? AND user_id = ? AND request_id = ?"
@@ -118,13 +81,6 @@ class _NoCommit:
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 _INSERT = f"INSERT INTO diwaniya_threads ({_COLS}, active_at) VALUES (?,?,?,?,?,?,?,?)"
-
-# Added after the first release: the holder process of a lease.
-_LEASE_OWNER_COLUMNS = (("owner_pid", "INTEGER NOT NULL DEFAULT 0"),
-                        ("owner_boot", "TEXT NOT NULL DEFAULT ''"),
-                        ("owner_start", "TEXT NOT NULL DEFAULT ''"),
-                        ("owner_host", "TEXT NOT NULL DEFAULT ''"))
-
 
 async def enable_wal(conn: aiosqlite.Connection, *, wait_s: float = 10.0) -> None:
     """WAL journal (readers and the one writer overlap) and a 5 s busy timeout.
@@ -181,11 +137,11 @@ class SqliteThreadStore:
         # via busy_timeout), so processes migrating at once run one after the
         # other — a DDL statement that upgrades a stale read to a write would
         # fail at once with "database is locked" instead of waiting.
-        added = (*_ADDED, *(("diwaniya_thread_leases", name, decl)
-                            for name, decl in _LEASE_OWNER_COLUMNS))
+        added = (*ADDED, *(("diwaniya_thread_leases", name, decl)
+                           for name, decl in LEASE_OWNER_COLUMNS))
         await self._conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _DDL.split(";"):
+            for statement in DDL.split(";"):
                 if statement.strip():
                     await self._conn.execute(statement)
             for table, column, decl in added:
@@ -362,13 +318,16 @@ class SqliteThreadStore:
     # ----------------------------------------------------------- requests
     async def claim_request(
         self, key: RequestKey, *, thread_id: str, content_hash: str, new_thread: ThreadRow | None,
-        window_s: float,
+        window_s: float, owner_check: bool = False,
     ) -> RequestRecord:
         now = time.time()
         async with self._write:
             conn = self._conn
             try:
                 await conn.execute("BEGIN IMMEDIATE")
+                if owner_check and not await self._owns(key.tenant, key.user_id, thread_id):
+                    # Exactly what a missing thread says: thread ids cannot be probed.
+                    raise NotFound(f"thread {thread_id} not found for user {key.user_id}")
                 if now - self._pruned_at >= PRUNE_EVERY_S:
                     self._pruned_at = now
                     await conn.execute("DELETE FROM diwaniya_requests WHERE created_at < ?",
@@ -383,7 +342,8 @@ class SqliteThreadStore:
                     (key.tenant, key.user_id, key.request_id, thread_id, content_hash,
                      int(new_thread is not None), now),
                 )
-                if cur.rowcount == 1 and new_thread is not None:
+                claimed = cur.rowcount == 1
+                if claimed and new_thread is not None:
                     row = new_thread
                     await conn.execute(
                         _INSERT,
@@ -397,7 +357,17 @@ class SqliteThreadStore:
                 raise
         found = await self.get_request(key, window_s=window_s)
         assert found is not None  # inserted above, or already there and live
-        return found
+        return replace(found, claimed=claimed)
+
+    async def _owns(self, tenant: str, user_id: str, thread_id: str) -> bool:
+        """Whether ``user_id`` owns the live thread (``get``'s view; caller holds _write)."""
+        live, extra = self._live(tenant)
+        async with self._conn.execute(
+            "SELECT user_id FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?" + live,
+            (tenant, thread_id, *extra),
+        ) as cur:
+            found = await cur.fetchone()
+        return found is not None and found[0] == user_id
 
     async def get_request(self, key: RequestKey, *, window_s: float) -> RequestRecord | None:
         async with self._write, self._conn.execute(
@@ -439,9 +409,11 @@ class SqliteThreadStore:
                    on_wait: OnWait | None = None,
                    create: ThreadRow | None = None,
                    owner: tuple[str, str] | None = None,
+                   request: tuple[RequestKey, float] | None = None,
                    log_row: Sequence[object] | None = None) -> AsyncIterator[Lease]:
         # ``log_row`` is not written here (the turn log has a connection of its
         # own): the lease says so (``logged_first`` False) and the turn logs it.
+        # ``request`` is looked up once the lease is held, by a query of its own.
         if owner is not None:
             row = await self.get(owner[0], thread_id)
             if row is None or row.user_id != owner[1]:
@@ -460,9 +432,14 @@ class SqliteThreadStore:
                     wait_s=wait_s, on_wait=on_wait,
                     position=lambda: self._waiters.position(thread_id),
                 )
+            done = False
+            if request is not None:
+                record = await self.get_request(request[0], window_s=request[1])
+                done = record is not None and record.done
             heartbeat = asyncio.create_task(self._renew(thread_id, holder))
             try:
-                yield Lease(thread_id, holder)
+                yield Lease(thread_id, holder, request_done=done, created=create is not None,
+                            headless=create is not None)
             finally:
                 heartbeat.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

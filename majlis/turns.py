@@ -117,7 +117,7 @@ class TurnRunner:
         """
         deadline = time.monotonic() + order.timeout_s
         with self._db.errors():
-            thread_id, replay, new_row = await self._claim(order)
+            thread_id, replay, new_row, new_thread = await self._claim(order)
         if replay is not None:
             # A finished request is immutable: replaying needs no lock.
             for envelope in replayed(replay):
@@ -142,7 +142,7 @@ class TurnRunner:
             # errors(): a database outage mid-turn is UNAVAILABLE with a retry hint.
             async with self._db.errors(), contextlib.aclosing(
                     self._locked(order, thread_id, deadline, create=new_row,
-                                 log=log)) as turn_events:
+                                 new_thread=new_thread, log=log)) as turn_events:
                 async for envelope in turn_events:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
@@ -165,10 +165,11 @@ class TurnRunner:
             span.end()
 
     async def _claim(self, order: TurnOrder
-                     ) -> tuple[str, RequestRecord | None, ThreadRow | None]:
-        """The thread this order runs on, its record if it already finished, and
-        the row of a new thread the lock must create (no request_id: the lock
-        statement inserts it, one round trip for both).
+                     ) -> tuple[str, RequestRecord | None, ThreadRow | None, bool]:
+        """The thread this order runs on, its record if it already finished, the
+        row of a new thread the lock must create (no request_id: the lock
+        statement inserts it, one round trip for both), and whether the thread
+        was made for this very attempt (then it has no checkpoint to read).
 
         With a ``request_id`` the thread of a new conversation is created in
         the same statement that records the request, so a retry of a first
@@ -178,42 +179,49 @@ class TurnRunner:
         new_row: ThreadRow | None = None
         thread_id = inp.thread_id
         key = order.key
-        if thread_id and key is not None:
-            # Before the claim: a request id is recorded only on the user's own thread.
-            await owned(self._db, inp.tenant, inp.user_id, thread_id)
-        elif not thread_id:
+        if not thread_id:
             thread_id = uuid.uuid4().hex
             new_row = ThreadRow(thread_id=thread_id, tenant=inp.tenant, user_id=inp.user_id,
                                 title="", created_at=inp.at, updated_at=inp.at, turn_count=0)
         if key is None:
             # A continuing turn's ownership is checked by the lock statement itself.
-            return thread_id, None, new_row
+            return thread_id, None, new_row, new_row is not None
         digest = content_hash(order.content)
+        # A request id is recorded only on the user's own thread: the claim checks
+        # ownership itself (NotFound otherwise), in its own statement where it can.
         record = await self._db.threads.claim_request(
             key, thread_id=thread_id, content_hash=digest, new_thread=new_row,
-            window_s=self._window_s)
+            window_s=self._window_s, owner_check=new_row is None)
         same_thread = record.thread_id == inp.thread_id or (record.new_thread
                                                           and not inp.thread_id)
         if record.content_hash != digest or not same_thread:
             raise RequestIdReused(_reused(order, record))
-        return record.thread_id, record if record.done else None, None
+        # Its new thread was created by this claim (not a retry's): no checkpoint
+        # of it can exist before this turn's own commit, unless the lock says so.
+        claimed_new = record.claimed and new_row is not None
+        return record.thread_id, record if record.done else None, None, claimed_new
 
     async def _locked(self, order: TurnOrder, thread_id: str, deadline: float, *,
-                      create: ThreadRow | None = None,
+                      create: ThreadRow | None = None, new_thread: bool = False,
                       log: TurnWriter | None = None) -> AsyncGenerator[Envelope, None]:
         wait = min(self._enqueue_wait_s, max(0.0, deadline - time.monotonic()))
+        key = order.key
         # Ownership not checked yet (continuing turn without request_id): the lock does it.
-        unchecked = order.input.thread_id and order.key is None
+        unchecked = order.input.thread_id and key is None
         extra: dict[str, Any] = (
             {"owner": (order.input.tenant, order.input.user_id)} if unchecked else {})
+        if key is not None:
+            # Another replica may have finished this request while we waited: the
+            # lock looks, in its own statement where the store can.
+            extra["request"] = (key, self._window_s)
         inp = replace(order.input, thread_id=thread_id, turn_id=uuid.uuid4().hex,
                       deadline=deadline)
         numbered = _Numbering(thread_id, inp.turn_id)
         started = numbered(inp.started())
-        if log is not None and order.key is None and inp.approval is None:
-            # A message without request_id runs once it holds the lock (nothing to
-            # replay, no held call to check): its first log row goes with the lock
-            # statement, one round trip for both, where the store can.
+        if log is not None and inp.approval is None:
+            # A message runs once it holds the lock (and its request is not done
+            # already; an approval first checks its held call): its first log row
+            # goes with the lock statement, one round trip for both, where the store can.
             extra["log_row"] = log.first_row(started)
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
             thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create,
@@ -222,9 +230,7 @@ class TurnRunner:
         async for queued in lock.wait():
             yield Envelope(thread_id=thread_id, turn_id="", seq=0, event=queued)
         async with lock as lease:
-            key = order.key
-            if key is not None:
-                # Another replica may have finished this request while we waited.
+            if key is not None and lease.request_done:
                 done = await self._db.threads.get_request(key, window_s=self._window_s)
                 if done is not None and done.done:
                     for envelope in replayed(done):
@@ -236,10 +242,10 @@ class TurnRunner:
             if log is not None and lease.logged_first:
                 await log.written(started)
             yield started
-            # A thread its lock just created (no request_id whose earlier
-            # attempt may have run on it) has no checkpoint to read.
+            # A thread made for this attempt (by its lock, or by its claim) has no
+            # checkpoint to read while the lock finds it without a head.
             pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde,
-                                        fresh=create is not None)
+                                        fresh=new_thread and lease.headless)
             try:
                 async with asyncio.timeout_at(_loop_deadline(deadline)):
                     with deferring(pending), holding_raw(order.raw):

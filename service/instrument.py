@@ -135,9 +135,9 @@ def _wrap_lock(threads: Any, attrs: dict[str, Any]) -> None:
             except BaseException as exc:
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
                 raise
-            token = getattr(lease, "token", None)
-            if isinstance(token, int):  # PostgreSQL's lease epoch (SQLite: an owner id)
-                span.set_attribute("diwaniya.fencing_token", token)
+            epoch = getattr(lease, "epoch", None)
+            if isinstance(epoch, int):  # PostgreSQL's lease epoch (SQLite has none)
+                span.set_attribute("diwaniya.fencing_token", epoch)
         try:
             yield lease
         except BaseException as exc:

@@ -137,6 +137,74 @@ async def test_lost_lock_session_then_second_turn_no_fork_truthful_statuses(
     assert forks == []
 
 
+def _token(dsn: str, thread_id: str) -> tuple[int, Any]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT lease_epoch, lease_owner FROM diwaniya_threads"
+                           " WHERE thread_id = %s", (thread_id,)).fetchone()
+    assert row is not None
+    return int(row[0]), row[1]
+
+
+def _lose_bump(dsn: str, thread_id: str, durable: tuple[int, Any]) -> int:
+    """What a crash does to a lock statement that committed asynchronously and had not
+    reached the disk: the holder's session (and so its lock) is gone, and the thread's
+    row is back to its last durable token."""
+    killed = _kill_lock_session(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE diwaniya_threads SET lease_epoch = %s, lease_owner = %s"
+                     " WHERE thread_id = %s", (*durable, thread_id))
+    return killed
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+async def test_a_lost_token_bump_is_never_reissued(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """The lock statement commits asynchronously: a crash may lose the running turn's
+    bump. The next holder then bumps the epoch to the very value the lost holder has;
+    only the owner uuid tells them apart, so the lost holder must not commit (an
+    epoch-only fence lets it: a fork, and "completed" for a turn that forked)."""
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.2),
+                       ScriptedReply.text("حاضرين، تفضل"))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        dsn = svc.settings.database_dsn()
+        first = await collect(svc.client.send("السلام عليكم", user_id=USER))
+        thread_id = first[-1].thread_id
+        durable = await asyncio.to_thread(_token, dsn, thread_id)
+        lost: list[Any] = []
+        second: list[Any] = []
+        tokens: list[tuple[int, Any]] = []
+
+        async def slow() -> None:
+            async for event in svc.client.send("وين طلبي؟", user_id=USER, thread_id=thread_id,
+                                               request_id="lost-bump"):
+                lost.append(event)
+                if event.HasField("text_delta") and not second:
+                    tokens.append(await asyncio.to_thread(_token, dsn, thread_id))
+                    assert await asyncio.to_thread(_lose_bump, dsn, thread_id, durable)
+                    second.extend(await collect(svc.client.send(
+                        "ابي اكلم موظف", user_id=USER, thread_id=thread_id, request_id="next")))
+                    tokens.append(await asyncio.to_thread(_token, dsn, thread_id))
+
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await slow()
+        thread = await svc.client.get_thread(thread_id, user_id=USER)
+        listed = await svc.client.list_threads(user_id=USER)
+        forks = await _forks(svc, thread_id)
+    (lost_epoch, lost_owner), (next_epoch, next_owner) = tokens
+    assert lost_epoch == next_epoch == durable[0] + 1  # the epoch WAS reissued
+    assert lost_owner != next_owner
+    assert second[-1].HasField("turn_completed")
+    assert err.value.code() == grpc.StatusCode.ABORTED
+    assert "nothing of it was saved" in err.value.details()
+    assert not any(e.HasField("turn_completed") for e in lost)
+    assert [m.text for m in thread.messages if m.role == "user"] == ["السلام عليكم",
+                                                                   "ابي اكلم موظف"]
+    assert _count(listed, thread_id) == 2
+    assert forks == []
+
+
 @pytest.mark.parametrize("backend", ["postgres"])
 async def test_lost_lock_session_without_successor_still_completes_truthfully(
     run_service, openai_server: ScriptedOpenAIServer
