@@ -4,19 +4,24 @@ The row is written exactly when the statement takes the lock: never for a turn
 that found the thread busy or another user's, once for the turn that got it.
 Through the engine, tests/service/test_resume.py replays every event of a turn
 exactly once on both stores (``turn_started`` is not written a second time).
+The statement commits asynchronously: what its loss in a crash leaves behind
+lets no commit through (the last test).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 
+import psycopg
 import pytest
 
-from diwaniya.errors import NotFound, ThreadBusy
+from diwaniya.errors import LeaseLost, NotFound, ThreadBusy
 from majlis.events import Envelope, TurnStarted
+from majlis.fence import PendingCheckpoint
 from majlis.persistence import open_postgres
-from majlis.threads import ThreadRow
+from majlis.threads import ThreadRow, TurnCommit
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
@@ -67,3 +72,42 @@ async def test_the_lock_statement_writes_the_first_row_only_when_it_locks(pg_dsn
             assert not lease.logged_first
     finally:
         await db.close()
+
+
+async def test_a_lost_lock_statement_lets_no_commit_through(pg_dsn: str) -> None:
+    """The lock statement commits asynchronously (docs/fencing.md): a crash may lose
+    it. Its turn's commit must then match nothing — whether the statement created the
+    thread (ABORTED: resend, not NOT_FOUND) or bumped an existing one whose next
+    holder gets the same epoch again."""
+    db = await open_postgres(pg_dsn, min_size=1, max_size=2, lock_pool_size=4)
+    thread = uuid.uuid4().hex
+    at = datetime(2026, 11, 1, 9, 5, tzinfo=UTC)
+    commit = TurnCommit(at=at, title="هلا", checkpoint_id="")
+
+    def lose(sql: str, *args: object) -> None:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(sql, (*args, thread))
+
+    try:
+        async with db.threads.lock(thread, policy="reject", wait_s=0,
+                                   create=_row(thread)) as created:
+            await asyncio.to_thread(lose, "DELETE FROM diwaniya_threads WHERE thread_id = %s")
+            with pytest.raises(LeaseLost, match="lost new thread"):
+                await db.threads.commit_turn(created, PendingCheckpoint(thread, None), commit)
+        await db.threads.create(_row(thread))
+        async with db.threads.lock(thread, policy="reject", wait_s=0) as durable:
+            pass
+        async with db.threads.lock(thread, policy="reject", wait_s=0) as lost:
+            # The crash takes the bump back to the last durable token.
+            await asyncio.to_thread(
+                lose, "UPDATE diwaniya_threads SET lease_epoch = %s, lease_owner = %s"
+                " WHERE thread_id = %s", durable.epoch, durable.token)
+        async with db.threads.lock(thread, policy="reject", wait_s=0) as successor:
+            assert successor.epoch == lost.epoch and successor.token != lost.token
+            with pytest.raises(LeaseLost, match="lost its hold"):
+                await db.threads.commit_turn(lost, PendingCheckpoint(thread, None), commit)
+            await db.threads.commit_turn(successor, PendingCheckpoint(thread, None), commit)
+        row = await db.threads.get(TENANT, thread)
+    finally:
+        await db.close()
+    assert row is not None and row.turn_count == 1  # the successor's commit, only
