@@ -208,8 +208,11 @@ async def open_postgres(
     )
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn, min_size=max(1, min(o.lock_pool_min, o.lock_pool_size)), max_size=o.lock_pool_size,
-        kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": connect,
-                **named},
+        # Prepared like the query pool's: a lock connection runs the same few
+        # statements all day, and their plans (CTEs, the log row) cost the
+        # PostgreSQL backend more than executing them.
+        kwargs={"autocommit": True, "prepare_threshold": prepare_threshold,
+                "connect_timeout": connect, **named},
         name="diwaniya-locks", **common,
     )
     try:
