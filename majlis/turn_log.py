@@ -242,6 +242,8 @@ class TurnWriter:
         self._last: Envelope | None = None
         # Events up to this seq were written by the turn's commit (closing_rows).
         self._committed_seq = 0
+        # written() left the turn's prune check to the next event (add).
+        self._prune_due = False
 
     def closing_rows(self, final: Envelope) -> list[Row]:
         """The buffered rows plus ``final`` (turn_completed), for the turn's commit to
@@ -260,14 +262,16 @@ class TurnWriter:
         (``ThreadStore.lock(log_row=…)``); :meth:`written` once it did."""
         return self._row(started)
 
-    async def written(self, started: Envelope) -> None:
+    def written(self, started: Envelope) -> None:
         """Another statement (the lock's) wrote ``started`` just now: it is not
-        written again, and the next flush is timed from it, as after any flush."""
+        written again, and the next flush is timed from it, as after any flush.
+        Called before ``started`` is sent, so it awaits nothing: the log's prune
+        (a DELETE, due once per ``ttl_s / 10``) waits for the turn's next event."""
         self._count += 1
         self._last = started
         self._committed_seq = started.seq
         self._flushed_at = time.monotonic()
-        await self._log.maybe_prune()  # what add() does on a turn's first event
+        self._prune_due = True
 
     def _row(self, envelope: Envelope) -> Row:
         return (self._tenant, envelope.thread_id, envelope.turn_id, envelope.seq, self._user,
@@ -287,7 +291,8 @@ class TurnWriter:
         self._count += 1
         self._buffer.append(self._row(envelope))
         first = envelope.seq == 1
-        if first:
+        if first or self._prune_due:
+            self._prune_due = False
             await self._log.maybe_prune()
         if not hold and (first or final
                          or time.monotonic() - self._flushed_at >= self._log.flush_s):

@@ -240,7 +240,7 @@ class TurnRunner:
             if inp.approval is not None:
                 await self._check_held(config, inp.approval.call_id, thread_id)
             if log is not None and lease.logged_first:
-                await log.written(started)
+                log.written(started)
             yield started
             # A thread made for this attempt (by its lock, or by its claim) has no
             # checkpoint to read while the lock finds it without a head.

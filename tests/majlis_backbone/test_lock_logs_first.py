@@ -11,6 +11,7 @@ lets no commit through (the last test).
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -18,7 +19,7 @@ import psycopg
 import pytest
 
 from diwaniya.errors import LeaseLost, NotFound, ThreadBusy
-from majlis.events import Envelope, TurnStarted
+from majlis.events import Envelope, TextDelta, TurnStarted
 from majlis.fence import PendingCheckpoint
 from majlis.persistence import open_postgres
 from majlis.threads import ThreadRow, TurnCommit
@@ -111,3 +112,27 @@ async def test_a_lost_lock_statement_lets_no_commit_through(pg_dsn: str) -> None
     finally:
         await db.close()
     assert row is not None and row.turn_count == 1  # the successor's commit, only
+
+
+async def test_the_logs_prune_waits_for_the_turns_next_event_not_its_first(pg_dsn: str) -> None:
+    """``written`` (the lock statement wrote turn_started) runs before turn_started is
+    sent: it must not await the log's DELETE of expired rows; the next event does it."""
+    db = await open_postgres(pg_dsn, min_size=1, max_size=2, lock_pool_size=2)
+    log = db.turn_log
+    assert log is not None
+    old, thread = uuid.uuid4().hex, uuid.uuid4().hex
+
+    async def old_rows() -> list[tuple[int, str]]:
+        return await log._store.after(TENANT, "u1", old, "t0", 0, 0.0) or []
+
+    try:
+        await log._store.insert([(TENANT, old, "t0", 1, "u1", time.time() - 2 * log.ttl_s,
+                                  "{}")])
+        writer = log.writer(TENANT, "u1")  # a fresh log: its prune is due
+        writer.written(Envelope(thread, "t1", 1, TurnStarted(user_text="هلا")))
+        kept = await old_rows()
+        await writer.add(Envelope(thread, "t1", 2, TextDelta(text="هلا والله")))
+        pruned = await old_rows()
+    finally:
+        await db.close()
+    assert [seq for seq, _ in kept] == [1] and pruned == []
