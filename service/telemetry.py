@@ -174,6 +174,56 @@ class _WhenExported(Sampler):
         return f"WhenExported{{{self._inner.get_description()}}}"
 
 
+class _Unrecorded:
+    """``start_as_current_span`` of a span nobody records: the context is left as it is.
+
+    The span the SDK would make is dropped by :class:`_WhenExported` anyway;
+    only its making (a random span id, the sampler, a context attach and detach,
+    three generator context managers) is skipped. The current span — the RPC's,
+    which carries the caller's trace id for the log lines — stays current.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> trace.Span:
+        return trace.INVALID_SPAN
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNRECORDED = _Unrecorded()
+
+
+class _QuietTracer(trace.Tracer):
+    """The service's own tracer (``diwaniya.*``): the SDK's while spans are exported,
+    and no span at all while they are not (about ten spans a turn)."""
+
+    def __init__(self, inner: trace.Tracer) -> None:
+        self._inner = inner
+
+    def start_span(self, name: str, *args: Any, **kwargs: Any) -> trace.Span:
+        if _FORWARD.exporting:
+            return self._inner.start_span(name, *args, **kwargs)
+        return trace.INVALID_SPAN
+
+    def start_as_current_span(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if _FORWARD.exporting:
+            return self._inner.start_as_current_span(name, *args, **kwargs)
+        return _UNRECORDED
+
+
+class _Provider(TracerProvider):
+    def get_tracer(self, instrumenting_module_name: str, *args: Any,
+                   **kwargs: Any) -> trace.Tracer:
+        tracer = super().get_tracer(instrumenting_module_name, *args, **kwargs)
+        # Only the service's tracers: the gRPC interceptor's server span must be made
+        # (dropped or not) — it carries the caller's traceparent into the RPC's context.
+        if instrumenting_module_name.startswith("diwaniya."):
+            return _QuietTracer(tracer)
+        return tracer
+
+
 def _global_tracer_provider(resource: Resource) -> TracerProvider:
     """Install (once) the SDK tracer provider every ``trace.get_tracer`` resolves to."""
     global _installed
@@ -181,7 +231,7 @@ def _global_tracer_provider(resource: Resource) -> TracerProvider:
         if _installed is None:
             # The SDK's own choice from OTEL_TRACES_SAMPLER / _ARG (default parentbased_always_on).
             configured = TracerProvider(shutdown_on_exit=False).sampler
-            _installed = TracerProvider(resource=resource, sampler=_WhenExported(configured))
+            _installed = _Provider(resource=resource, sampler=_WhenExported(configured))
             _installed.add_span_processor(_FORWARD)
             trace.set_tracer_provider(_installed)
         return _installed

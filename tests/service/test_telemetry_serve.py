@@ -198,3 +198,39 @@ def test_without_an_exporter_spans_are_dropped_but_keep_the_callers_trace_id() -
     finally:
         loud.close()
     assert [s.name for s in exported.get_finished_spans()] == ["loud"]
+
+
+def test_the_services_own_spans_are_not_made_while_nothing_exports() -> None:
+    """diwaniya.* tracers skip the SDK's span while nobody exports: the caller's span
+    stays current (log lines keep its trace id); with an exporter they record again."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    from service.telemetry import Telemetry
+
+    trace_id, caller = uuid.uuid4().int >> 1, uuid.uuid4().int >> 65 | 1
+    rpc = NonRecordingSpan(SpanContext(trace_id, caller, is_remote=True,
+                                       trace_flags=TraceFlags(TraceFlags.SAMPLED)))
+    own = trace.get_tracer("diwaniya.test")
+    quiet = Telemetry.configure(environ={})
+    try:
+        with trace.use_span(rpc), own.start_as_current_span("graph.node x") as span:
+            assert not span.is_recording()
+            assert trace.get_current_span() is rpc
+        loose = own.start_span("diwaniya.turn")
+        assert not loose.is_recording()
+        loose.end()
+    finally:
+        quiet.close()
+    exported = InMemorySpanExporter()
+    loud = Telemetry.configure(environ={}, span_exporter=exported)
+    try:
+        with trace.use_span(rpc), own.start_as_current_span("graph.node y") as span:
+            assert span.is_recording()
+            assert trace.get_current_span() is span
+            assert span.get_span_context().trace_id == trace_id
+        own.start_span("diwaniya.turn").end()
+    finally:
+        loud.close()
+    assert [s.name for s in exported.get_finished_spans()] == ["graph.node y", "diwaniya.turn"]
