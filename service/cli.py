@@ -194,18 +194,16 @@ def _worker_metrics_listen(settings: Settings) -> str:
 
 
 async def _migrate(settings: Settings, *, rekey: bool = False) -> str:
-    from majlis.persistence import check_session_pooling, migrate_postgres, open_sqlite
+    from majlis.persistence import open_sqlite
 
     dsn = settings.database_dsn()
     if dsn:
-        # The migration lock is a session advisory lock too.
-        await check_session_pooling(dsn)
-        await migrate_postgres(dsn, prepare_threshold=settings.prepare_threshold)
         from majlis.persistence import PoolOptions, open_postgres
 
-        db = await open_postgres(dsn, migrate=True, options=PoolOptions(
-            min_size=1, max_size=2, lock_pool_size=1,
-            check_pooling=False))
+        # The pooling check comes first (the migration lock is a session advisory
+        # lock too), then the migration, both on these two pool connections.
+        db = await open_postgres(dsn, prepare_threshold=settings.prepare_threshold, migrate=True,
+                                 options=PoolOptions(min_size=1, max_size=2, lock_pool_size=1))
     else:
         db = await open_sqlite(settings.data_dir)
         # The rate-limit counters' file (PostgreSQL: a table migrate_postgres made).
