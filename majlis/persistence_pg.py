@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from diwaniya.errors import ConfigurationError, Unavailable
 from majlis.fence import DeferredSaver
@@ -114,12 +114,8 @@ async def check_session_pooling(dsn: str, *, application_name: str | None = None
     session per client connection (PgBouncer ``pool_mode = session``, the
     CloudNativePG ``Pooler`` with ``poolMode: session``).
 
-    Detection: two client connections open at the same time. Directly on
-    PostgreSQL, and behind session pooling, each has a backend of its own;
-    behind transaction pooling the second is handed the server connection the
-    first just released (PgBouncer reuses the most recent one), so both report
-    the same ``pg_backend_pid()``. Tried a few times; raises
-    :class:`ConfigurationError` (exit 2 at startup) with what to change.
+    Detection: two client connections open at the same time (:func:`_check_backends`).
+    Raises :class:`ConfigurationError` (exit 2 at startup) with what to change.
     """
     kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None,
                               "connect_timeout": connect_timeout}
@@ -127,18 +123,30 @@ async def check_session_pooling(dsn: str, *, application_name: str | None = None
         kwargs["application_name"] = application_name
     async with await AsyncConnection.connect(dsn, **kwargs) as a, \
             await AsyncConnection.connect(dsn, **kwargs) as b:
-        for _ in range(3):
-            pids = []
-            for conn in (a, b):
-                cur = await conn.execute("SELECT pg_backend_pid()")
-                row = await cur.fetchone()
-                pids.append(row[0] if row else None)
-            if pids[0] == pids[1]:
-                raise ConfigurationError(
-                    "DATABASE_URL reaches PostgreSQL through a pooler in transaction or "
-                    f"statement mode (two open connections share backend {pids[0]}): the "
-                    "thread locks are session advisory locks, so set pool_mode=session "
-                    "(CloudNativePG Pooler: poolMode: session) or connect directly")
+        await _check_backends(a, b)
+
+
+async def _check_backends(a: AsyncConnection[Any], b: AsyncConnection[Any]) -> None:
+    """Two client connections open at once: their own backends, or a pooler's one.
+
+    Directly on PostgreSQL, and behind session pooling, each has a backend of
+    its own; behind transaction pooling the second is handed the server
+    connection the first just released (PgBouncer reuses the most recent one),
+    so both report the same ``pg_backend_pid()``. Tried a few times.
+    """
+    for _ in range(3):
+        pids = []
+        for conn in (a, b):
+            cur = await conn.execute("SELECT pg_backend_pid()")
+            row = await cur.fetchone()
+            pids.append((row["pg_backend_pid"] if isinstance(row, dict) else row[0])
+                        if row else None)
+        if pids[0] == pids[1]:
+            raise ConfigurationError(
+                "DATABASE_URL reaches PostgreSQL through a pooler in transaction or "
+                f"statement mode (two open connections share backend {pids[0]}): the "
+                "thread locks are session advisory locks, so set pool_mode=session "
+                "(CloudNativePG Pooler: poolMode: session) or connect directly")
 
 
 async def migrate_postgres(
@@ -157,24 +165,64 @@ async def migrate_postgres(
     async with await AsyncConnection.connect(
         dsn, autocommit=True, prepare_threshold=prepare_threshold, row_factory=dict_row, **extra
     ) as conn:
-        deadline = time.monotonic() + wait_s
-        while True:
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (MIGRATION_LOCK,))
-            row = await cur.fetchone()
-            if row and row["got"]:
-                break
-            if time.monotonic() > deadline:
-                raise Unavailable(f"another replica held the migration lock for {wait_s:.0f}s")
-            await asyncio.sleep(0.2)
-        try:
-            await AsyncPostgresSaver(conn).setup()
-            await conn.execute(THREADS_DDL)
-            await conn.execute(TURN_EVENTS_DDL)
-            # The rate-limit counters (majlis.limit_storage): created here, so a
-            # replica needs no DDL right at start-up (DIWANIYA_MIGRATE_ON_START=false).
-            await conn.execute(LIMITS_DDL)
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+        await _migrate_on(conn, wait_s=wait_s)
+
+
+async def _migrate_on(conn: AsyncConnection[Any], *, wait_s: float = 300.0) -> None:
+    """:func:`migrate_postgres` on ``conn`` (autocommit, dict rows), under the migration lock."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (MIGRATION_LOCK,))
+        row = await cur.fetchone()
+        if row and row["got"]:
+            break
+        if time.monotonic() > deadline:
+            raise Unavailable(f"another replica held the migration lock for {wait_s:.0f}s")
+        await asyncio.sleep(0.2)
+    try:
+        await AsyncPostgresSaver(conn).setup()
+        await conn.execute(THREADS_DDL)
+        await conn.execute(TURN_EVENTS_DDL)
+        # The rate-limit counters (majlis.limit_storage): created here, so a
+        # replica needs no DDL right at start-up (DIWANIYA_MIGRATE_ON_START=false).
+        await conn.execute(LIMITS_DDL)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+async def _start_checks(pool: AsyncConnectionPool[Any], lock_pool: AsyncConnectionPool[Any],
+                        *, check_pooling: bool, migrate: bool) -> None:
+    """The pooling check and the migration, on connections the pools opened anyway.
+
+    A connection of each pool at once is the check's pair (two client
+    connections, whichever pool they belong to); the migration runs on a
+    query-pool connection. A connection that failed mid-way is closed, not
+    given back: it may still hold the migration lock, and the pool hands
+    connections out again without a reset.
+    """
+    if check_pooling:
+        async with pool.connection() as a, lock_pool.connection() as b:
+            await _check_backends(a, b)
+    if migrate:
+        async with pool.connection() as conn:
+            try:
+                await _migrate_on(conn)
+            except BaseException:
+                await conn.close()
+                raise
+
+
+async def _why(dsn: str, connect_timeout: int, exc: Exception) -> str:
+    """What stopped the pools: a pool's open timeout says only that it timed out, so
+    one direct connection (on this failure path only) gives the driver's reason."""
+    if not isinstance(exc, PoolTimeout):
+        return str(exc)
+    try:
+        conn = await AsyncConnection.connect(dsn, connect_timeout=connect_timeout)
+    except Exception as direct:
+        return f"{exc} ({direct})"
+    await conn.close()
+    return str(exc)
 
 
 async def open_postgres(
@@ -216,22 +264,19 @@ async def open_postgres(
         name="diwaniya-locks", **common,
     )
     try:
-        # Before the pools open, on connections closed again: neither the
-        # check nor the migration adds to the replica's connection peak.
-        if o.check_pooling:
-            await check_session_pooling(dsn, application_name=o.application_name,
-                                        connect_timeout=connect)
-        if migrate:
-            await migrate_postgres(dsn, prepare_threshold=prepare_threshold,
-                                   application_name=o.application_name)
+        # The pooling check and the migration run on the pools' own connections:
+        # a start-up opens no backend beyond the pools (each is a fork, an
+        # authentication and a cold catalog cache on the server: 50-90 ms of
+        # its CPU), and neither adds to the replica's connection peak.
         await pool.open(wait=True, timeout=o.open_timeout_s)
         await lock_pool.open(wait=True, timeout=o.open_timeout_s)
-    except ConfigurationError:
-        raise
-    except Exception as exc:
+        await _start_checks(pool, lock_pool, check_pooling=o.check_pooling, migrate=migrate)
+    except BaseException as exc:
         await pool.close()
         await lock_pool.close()
-        raise Unavailable(f"cannot open PostgreSQL: {exc}") from exc
+        if isinstance(exc, ConfigurationError) or not isinstance(exc, Exception):
+            raise
+        raise Unavailable(f"cannot open PostgreSQL: {await _why(dsn, connect, exc)}") from exc
     # Checkpoints kept per thread, idle expiry (majlis.retention): the stores apply them.
     threads = PostgresThreadStore(pool, lock_pool, max_waiters=max_waiters, retention=retention)
     saver = DeferredSaver(TurnSaver(pool, serde=checkpoint_serde()))

@@ -23,9 +23,10 @@ PoolBudget(queries=4, locks=9, memory=2)
 >>> split_budget(3)
 PoolBudget(queries=1, locks=1, memory=1)
 
-Migrations run on one connection that is closed before the pools open, so
-they never add to the peak. docs/connections.md gives the formula for N
-replicas against PostgreSQL's ``max_connections``.
+The pooling check and the migrations run on the pools' own connections
+(majlis.persistence_pg.open_postgres), so they never add to the peak.
+docs/connections.md gives the formula for N replicas against PostgreSQL's
+``max_connections``.
 """
 
 from __future__ import annotations

@@ -127,9 +127,9 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     # for n processes — before a pool or a child process exists.
     preflight(settings, args.listen, workers=n)
     if n == 1:
-        if settings.migrate_on_start:  # build_app migrates the rest itself
-            asyncio.run(_rekey(settings, check_pooling=True))
-        priority.run(_serve(settings, args.listen), lanes=settings.front_lane_loop)
+        # build_app migrates; the re-key runs on the memory store it opened.
+        priority.run(_serve(settings, args.listen, rekey=settings.migrate_on_start),
+                     lanes=settings.front_lane_loop)
         return 0
     tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
     if tools_files - {None}:
@@ -147,7 +147,9 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
         child_env={"DIWANIYA_PG_MAX_CONNECTIONS": str(settings.pg_max_connections // n)})
 
 
-async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = False) -> None:
+async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = False,
+                 rekey: bool = False) -> None:
+    """Build, re-key the memory store (``rekey``: before the first request), serve, close."""
     from service import heap
     from service.app import build_app
     from service.server import serve_until_signal, stop_on_signal
@@ -156,6 +158,11 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
     # Tracing and metrics (OTEL_*, DIWANIYA_TRACES) are configured by build_app.
     app = await build_app(settings)
     try:
+        if rekey:
+            # On the store build_app opened, not one opened, set up and closed
+            # before it (~0.25 CPU-s of a SQLite start; a pool on PostgreSQL).
+            # Its session advisory lock still comes after the pooling check.
+            await _rekey_store(app.store)
         if app.telemetry is not None and settings.metrics_listen:
             metrics_port = app.telemetry.serve_metrics(_worker_metrics_listen(settings))
             logging.getLogger("diwaniya").info("metrics on /metrics, port %d", metrics_port)
@@ -194,18 +201,16 @@ def _worker_metrics_listen(settings: Settings) -> str:
 
 
 async def _migrate(settings: Settings, *, rekey: bool = False) -> str:
-    from majlis.persistence import check_session_pooling, migrate_postgres, open_sqlite
+    from majlis.persistence import open_sqlite
 
     dsn = settings.database_dsn()
     if dsn:
-        # The migration lock is a session advisory lock too.
-        await check_session_pooling(dsn)
-        await migrate_postgres(dsn, prepare_threshold=settings.prepare_threshold)
         from majlis.persistence import PoolOptions, open_postgres
 
-        db = await open_postgres(dsn, migrate=True, options=PoolOptions(
-            min_size=1, max_size=2, lock_pool_size=1,
-            check_pooling=False))
+        # The pooling check comes first (the migration lock is a session advisory
+        # lock too), then the migration, both on these two pool connections.
+        db = await open_postgres(dsn, prepare_threshold=settings.prepare_threshold, migrate=True,
+                                 options=PoolOptions(min_size=1, max_size=2, lock_pool_size=1))
     else:
         db = await open_sqlite(settings.data_dir)
         # The rate-limit counters' file (PostgreSQL: a table migrate_postgres made).
@@ -217,28 +222,31 @@ async def _migrate(settings: Settings, *, rekey: bool = False) -> str:
     return f"migrated {'postgres' if dsn else f'sqlite in {settings.data_dir}'}; {keyed}"
 
 
-async def _rekey(settings: Settings, *, force: bool = False, check_pooling: bool = False) -> str:
+async def _rekey(settings: Settings, *, force: bool = False) -> str:
     """Memory tables, and their rows re-keyed when keyed otherwise (memory.rekey).
 
-    With the server's own key function (a camel store is re-keyed with camel),
-    progress on stderr at most once a second; returns one line for stdout.
+    With the server's own key function (a camel store is re-keyed with camel);
+    returns one line for stdout (:func:`_rekey_store`).
     """
-    import time
-
     from memory import open_store
-    from memory.rekey import RekeyableStore
     from service.keys import search_key_function
 
     keys = await asyncio.to_thread(search_key_function, settings, os.environ)
-    if check_pooling and settings.database_dsn():
-        from majlis.persistence import check_session_pooling
-
-        # The re-key's lock is a session advisory lock, as the thread locks are:
-        # a transaction pooler is refused here first, with its one-line message.
-        await check_session_pooling(settings.database_dsn() or "")
     # Two connections: setup, then the re-key's one (it holds its lock on it).
     store = await open_store(settings.database_dsn(), keys=keys, pool_max=2,
                              sqlite_path=settings.data_dir / "memory.sqlite3")
+    try:
+        return await _rekey_store(store, force=force)
+    finally:
+        await store.close()
+
+
+async def _rekey_store(store: object, *, force: bool = False) -> str:
+    """Re-key ``store``'s rows when keyed otherwise; progress on stderr at most once a second."""
+    import time
+
+    from memory.rekey import RekeyableStore
+
     shown = 0.0
 
     def progress(done: int, total: int) -> None:
@@ -247,12 +255,9 @@ async def _rekey(settings: Settings, *, force: bool = False, check_pooling: bool
             shown = time.monotonic()
             print(f"diwaniya: re-keying memory: {done}/{total} rows", file=sys.stderr, flush=True)
 
-    try:
-        if not isinstance(store, RekeyableStore):
-            return "memory keys not recorded"
-        report = await store.rekey(force=force, progress=progress)
-    finally:
-        await store.close()
+    if not isinstance(store, RekeyableStore):
+        return "memory keys not recorded"
+    report = await store.rekey(force=force, progress=progress)
     if not report.ran:
         return f"memory keys {report.after}"
     return (f"memory keys {report.before or 'unrecorded'} -> {report.after}: {report.rows} rows "

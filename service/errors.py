@@ -11,9 +11,12 @@
 
 An exception outside the domain tree is a bug of ours: it is logged with its
 traceback under a reference, and the caller gets INTERNAL with that reference
-and a generic message (no internals leak). :func:`error_event` is the same
-translation for an ``error`` event inside a stream, and :func:`from_status`
-is the way back for clients: details → the domain error tree.
+and a generic message (no internals leak) — except a database driver's outage
+error (majlis.store_errors.store_error: SQLite's "database is locked", a lost
+psycopg connection…) that reached here unwrapped: that is UNAVAILABLE, retry.
+:func:`error_event` is the same translation for an ``error`` event inside a
+stream, and :func:`from_status` is the way back for clients: details → the
+domain error tree.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from grpc_status import rpc_status
 
 from diwaniya import errors
 from diwaniya.v1 import conversations_pb2 as pb
+from majlis.store_errors import store_error
 
 log = logging.getLogger("diwaniya.service")
 
@@ -122,6 +126,14 @@ def problem(exc: BaseException) -> Problem:
         quota = getattr(exc, "quota", None)
         return Problem(code, exc.reason, exc.message, getattr(exc, "field", None), after,
                        quota=quota if isinstance(quota, errors.QuotaViolation) else None)
+    down = store_error(exc)
+    if down is not None:
+        # A driver's outage error that no ``persistence.errors()`` wrapped on its
+        # way here is still the database being away (retry), not a bug: it keeps
+        # its traceback in the log, the caller gets UNAVAILABLE with RetryInfo.
+        log.warning("store error outside a store boundary: %s", type(exc).__name__,
+                    exc_info=exc)
+        return problem(down)
     ref = uuid.uuid4().hex[:12]
     # The traceback goes to the log only; the caller gets the reference to quote.
     log.error("internal error (ref %s): %s", ref, type(exc).__name__, exc_info=exc)

@@ -45,6 +45,11 @@ os.environ.setdefault("DIWANIYA_METRICS_LISTEN", "127.0.0.1:0")
 # than the shared PostgreSQL's 100 slots. Tests open lock connections on demand,
 # as the service did before; test_connection_budget checks the default itself.
 os.environ.setdefault("DIWANIYA_PG_LOCK_POOL_MIN", "1")
+# Likewise the query pool opens one connection, not the product's two: a
+# server under test rarely runs two statements at once (a first turn needs
+# one), and each backend opened is 50-90 ms of the shared server's CPU at every
+# one of the suite's several hundred start-ups (bench/pg_backends.py: 4 → 3).
+os.environ.setdefault("DIWANIYA_POOL_MIN_SIZE", "1")
 ADMIN_DSN = os.environ.get("DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
 _DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SHARED_DATA = Path(os.environ.get("DIWANIYA_SHARED_DATA", _DEFAULT_SHARED))

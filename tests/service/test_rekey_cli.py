@@ -9,6 +9,7 @@ import asyncio
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,17 +83,32 @@ def test_migrate_rekeys_old_rows_once_and_rekey_forces_it(
 def test_serve_with_migrate_on_start_rekeys_before_serving(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import service.cli
+    """A real ``serve`` (build_app, server started) re-keys before its first request, on
+    the one memory store it serves with: it used to open, set up and close another first."""
+    import memory
+    import service.app
+    import service.server
 
     asyncio.run(_write_old_rows(env))
-    served: list[str] = []
+    served: list[tuple[str, int]] = []
+    opened: list[str] = []
+    real_open = memory.open_store
 
-    async def serve(settings: object, listen: str | None, *, reuse_port: bool = False) -> None:
-        served.append(await _top(env, "ترجع الفلوس بعد 3 ايام؟"))  # what serving would find
+    async def counted_open(*args: Any, **kwargs: Any) -> Any:
+        opened.append("memory")
+        return await real_open(*args, **kwargs)
 
-    monkeypatch.setattr(service.cli, "_serve", serve)
+    async def serve_until_signal(server: object, stop: object) -> None:
+        # Serving: what a request would find, and how many stores were opened so far.
+        served.append((await _top(env, "ترجع الفلوس بعد 3 ايام؟"), len(opened)))
+
+    monkeypatch.setattr(memory, "open_store", counted_open)
+    monkeypatch.setattr(service.app, "open_store", counted_open)
+    monkeypatch.setattr(service.server, "serve_until_signal", serve_until_signal)
     run = run_cli(monkeypatch, capsys, {**env, "DIWANIYA_WORKERS": "1",
+                                        "DIWANIYA_LISTEN": "127.0.0.1:0",
                                         "DIWANIYA_MIGRATE_ON_START": "true"}, "serve")
     assert run.returncode == 0, run.stderr
     assert "diwaniya: re-keying memory: 3/3 rows" in run.stderr
-    assert served == ["refund#0"]
+    assert "diwaniya listening on 127.0.0.1:" in run.stdout
+    assert served == [("refund#0", 1)]

@@ -235,3 +235,33 @@ async def test_a_stream_error_event_says_what_the_status_says(tmp_path: Path) ->
     assert [s.reason for s in statuses] == ["TEXT_EMPTY", "TEXT_TOO_LONG"]
     assert [e.message for e in in_stream] == [s.message for s in statuses]
     assert kinds(events)[-1] == "turn_completed"
+
+
+def test_a_locked_sqlite_file_that_escaped_every_store_boundary_is_unavailable(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The one mapping (service.errors) knows a driver's outage error even when no
+    ``persistence.errors()`` wrapped it: UNAVAILABLE with RetryInfo, never INTERNAL."""
+    import sqlite3
+
+    path = tmp_path / "locked.sqlite3"
+    holder = sqlite3.connect(path)
+    holder.execute("CREATE TABLE t (x INTEGER)")
+    holder.commit()
+    holder.execute("BEGIN IMMEDIATE")  # another process's write transaction
+    other = sqlite3.connect(path, timeout=0)
+    try:
+        with pytest.raises(sqlite3.OperationalError) as raised:
+            other.execute("INSERT INTO t VALUES (1)")
+    finally:
+        other.close()
+        holder.rollback()
+        holder.close()
+    with caplog.at_level(logging.WARNING, logger="diwaniya.service"):
+        status = translate(raised.value)
+    assert status.code == grpc.StatusCode.UNAVAILABLE
+    details = status_pb2.Status.FromString(dict(status.trailing_metadata)
+                                           ["grpc-status-details-bin"])
+    infos = [d for d in details.details if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)]
+    assert len(infos) == 1
+    assert "database is locked" in status.details and "internal error" not in status.details
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
