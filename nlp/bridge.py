@@ -312,8 +312,10 @@ class Bridge:
         peeled: list[tuple[str, ...]] = []
         for i, options in enumerate(forms):
             last = i == len(forms) - 1
-            # Sorted: set order varies between processes, the result must not.
-            own = sorted(options)
+            # Longest first, the word as written before its stripped forms («لإيمتى»،
+            # until when, is an entry before «إيمتى», when); sorted: set order
+            # varies between processes, the result must not.
+            own = sorted(options, key=lambda w: (-len(w), w))
             if enclitics and last:
                 # The word as written wins over a peeled form: «فيني» (can I) is
                 # not «فين» (where) + ي.
