@@ -85,6 +85,11 @@ def verb_stems(word: str) -> set[str]:
     """
     bases = set(_arabic_forms(word))
     for base in list(bases):
+        # Egyptian and Maghrebi negation ما…ش: «ماوصلش», «تصلحاتش», «شارجيتش».
+        if base.endswith("ش") and len(base) >= 5:
+            bare = base[:-1]
+            bases.update({bare, bare[2:]} if bare.startswith("ما") and len(bare) >= 5 else {bare})
+    for base in list(bases):
         if base[:2] in ("ان", "ات") and len(base) >= 5:
             bases.add(base[2:])  # انفعل «انشحن» → «شحن», Egyptian اتفعل «اتقفل» → «قفل»
     for base in list(bases):
@@ -307,8 +312,10 @@ class Bridge:
         peeled: list[tuple[str, ...]] = []
         for i, options in enumerate(forms):
             last = i == len(forms) - 1
-            # Sorted: set order varies between processes, the result must not.
-            own = sorted(options)
+            # Longest first, the word as written before its stripped forms («لإيمتى»،
+            # until when, is an entry before «إيمتى», when); sorted: set order
+            # varies between processes, the result must not.
+            own = sorted(options, key=lambda w: (-len(w), w))
             if enclitics and last:
                 # The word as written wins over a peeled form: «فيني» (can I) is
                 # not «فين» (where) + ي.
@@ -344,12 +351,22 @@ def _peel(word: str) -> str:
     return word
 
 
-def _key(phrase: str) -> list[tuple[str, ...]]:
-    """Lookup keys of one lexicon phrase: folded, and with proclitics stripped."""
+# A proclitic-stripped key shorter than this (in letters, per word) is another
+# word, not the entry without its و/ب/ل: «بكم» (for how much) → «كم» (how many),
+# «لبس» (clothes) → «بس» (only).
+_MIN_STRIPPED = 3
+
+
+def _key(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """Lookup keys of one lexicon phrase: folded as written, and with proclitics
+    stripped (``None`` when that is the same key or a too-short word)."""
     if _LATIN_WORD.fullmatch(phrase.replace(" ", "").lower()):
-        return [tuple(phrase.lower().split())]
-    words = fold(clean(phrase)).translate(_BORROWED).split()
-    return sorted({tuple(words), tuple(strip_proclitics(w) for w in words)})
+        return tuple(phrase.lower().split()), None
+    words = tuple(fold(clean(phrase)).translate(_BORROWED).split())
+    stripped = tuple(strip_proclitics(w) for w in words)
+    if stripped == words or any(len(w) < _MIN_STRIPPED for w in stripped):
+        return words, None
+    return words, stripped
 
 
 def parse_bridge(text: str) -> Bridge:
@@ -368,6 +385,9 @@ def parse_bridge(text: str) -> Bridge:
     verbs: dict[str, tuple[str, ...]] = {}
     regional_verbs: set[str] = set()
     synonym_verbs: set[str] = set()
+    stripped_keys: dict[tuple[str, ...], list[tuple[tuple[str, ...], set[str], bool]]] = {}
+    written_keys = {_key(line.split("\t")[0].strip())[0] for line in text.splitlines()
+                    if line.strip() and not line.startswith(("#", "~")) and "\t" in line}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -391,10 +411,22 @@ def parse_bridge(text: str) -> Bridge:
         # «چم» read as «كم» is the MSA word: a borrowed letter is itself the dialect
         # evidence (has_dialect_words sees it in the text), the key is not.
         borrowed = fields[0] != fields[0].translate(_BORROWED)
-        for key in _key(fields[0].strip()):
+        written, stripped = _key(fields[0].strip())
+        for key in (written,) if stripped is None else (written, stripped):
+            if key != written:
+                stripped_keys.setdefault(key, []).append((msa, regions, borrowed))
+                continue
             # A phrase listed twice keeps both MSA renderings, in file order.
-            merged = dict.fromkeys(entries.get(key, ()) + msa)
-            entries[key] = tuple(merged)
+            entries[key] = tuple(dict.fromkeys(entries.get(key, ()) + msa))
+            if regions - _SHARED and not borrowed:
+                regional.add(key)
+    # A stripped key serves only where no entry is written so: «بشحال» (كم سعر) must
+    # not lend «سعر» to «شحال», which is listed on its own (كم).
+    for key, found in stripped_keys.items():
+        if key in written_keys:
+            continue
+        for msa, regions, borrowed in found:
+            entries[key] = tuple(dict.fromkeys(entries.get(key, ()) + msa))
             if regions - _SHARED and not borrowed:
                 regional.add(key)
     return Bridge(entries, frozenset(regional), verbs, frozenset(regional_verbs),
@@ -412,7 +444,7 @@ def dialect_to_msa(text: str) -> list[str]:
     """MSA words for the dialect (and Arabizi) support words in ``text``; [] for plain MSA.
 
     >>> dialect_to_msa("وين فرعكم؟ وامتى تفتحون؟")
-    ['أين', 'متى', 'مفتوح', 'ساعات', 'العمل']
+    ['أين', 'متى', 'مفتوح', 'ساعات', 'العمل', 'تعمل', 'أوقات']
     >>> dialect_to_msa("ما هي سياسة الاسترجاع؟")
     ['إرجاع', 'استرداد']
     """
