@@ -69,6 +69,10 @@ Expander = Callable[[str], list[str]]
 # pick «رسوم التوصيل 15 ريالا» over «نوفر التوصيل لكل المدن» when both name
 # التوصيل, not enough to pick a number about something else.
 TYPE_BONUS = 0.15
+# A sentence of the chosen chunk scoring within this much of the best is served
+# beside it: when two sentences answer about equally, the question's words cannot
+# tell which one holds the fact, and two short sentences still make a short reply.
+RUNNER_UP = 0.25
 # Weight of the chunk's share of the question's concepts in a sentence's score.
 CHUNK_PRIOR = 0.2
 # A second sentence must add this much coverage, or carry the type the first lacks.
@@ -147,7 +151,9 @@ _FRAME = frozenset(
 # answer is wanted, never the subject a policy would hold, so one left unmatched is
 # not a missing subject (Answer.plain_missing).  Folded, without the article.
 _MEASURES = frozenset(
-    "ساعه تاريخ يوم ايام مبلغ حد ادني اقصي اقل اكثر مده مهله عدد قيمه نسبه كميه".split()
+    "ساعه تاريخ يوم ايام مبلغ حد ادني اقصي اقل اكثر مده مهله عدد قيمه نسبه كميه"
+    # what a requirement question asks for («ما الشروط؟», «وش الأوراق المطلوبة؟»)
+    " شروط شرط اوراق مستندات وثائق متطلبات مطلوبه".split()
 )
 _TYPE_FRAME = {
     QuestionType.QUANTITY: frozenset("وقت الوقت مده المده فتره الفتره".split()),
@@ -327,19 +333,27 @@ def select_answer(
         held: set[str] = set().union(*(p[3] for p in pool if p[0] == rank))
         chunk_share.append(sum(1 for c in concepts if not c.isdisjoint(held)) / len(concepts))
     best: tuple[float, float, int, int] | None = None
+    scores: dict[tuple[int, int], float] = {}
     for rank, pos, _s, s_keys, strength in pool:
         base = covered(s_keys)
         if base <= 0:
             continue
         candidate = (base + TYPE_BONUS * strength + prior * chunk_share[rank],
                      title_cover[rank], -rank, -pos)
+        scores[rank, pos] = candidate[0]
         if best is None or candidate > best:
             best = candidate
     if best is None:
         return None
     rank, pos = -best[2], -best[3]
     chunk = [p for p in pool if p[0] == rank]
-    chosen, found, typed = _grow(chunk, pos, covered, max_sentences)
+    # Only a sentence as typed as the best: «900 ريال» is not served beside «24 شهرا»
+    # for «شكد مدة…», however many words the two share.
+    close = [p for (r, p), v in scores.items()
+             if r == rank and p != pos and v >= best[0] - RUNNER_UP
+             and chunk[p][4] >= chunk[pos][4]]
+    runner = max(close, key=lambda p: (scores[rank, p], -p)) if close else None
+    chosen, found, typed = _grow(chunk, pos, covered, max_sentences, also=runner)
     first = min(chosen)
     if first > 0 and len(chosen) < max_sentences + 1 and _opens_with_pronoun(chunk[first][2]):
         chosen.add(first - 1)
@@ -401,13 +415,17 @@ def _candidates(question: str, recalled: Sequence[Recalled],
 
 def _grow(chunk: Sequence[_Candidate], pos: int,
           covered: Callable[[frozenset[str] | set[str]], float],
-          max_sentences: int) -> tuple[set[int], set[str], bool]:
+          max_sentences: int, also: int | None = None) -> tuple[set[int], set[str], bool]:
     """The best sentence at ``pos`` plus the chunk's sentences that add most of what
     the question asks (or the type it lacks), up to ``max_sentences``: the chosen
     positions, the keys they cover, and whether one carries the type."""
     chosen = {pos}
     found = set(chunk[pos][3])
     typed = chunk[pos][4] > 0
+    if also is not None and max_sentences > 1:
+        chosen.add(also)
+        found |= chunk[also][3]
+        typed = typed or chunk[also][4] > 0
     while len(chosen) < max_sentences:
         options = []
         for p in chunk:

@@ -38,6 +38,7 @@ class QuestionType(StrEnum):
     YES_NO = "yes_no"
     PROCEDURE = "procedure"
     DEFINITION = "definition"
+    REQUIREMENT = "requirement"
     OTHER = "other"
 
 
@@ -68,7 +69,19 @@ _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
 # Words that make a wh-less question a yes/no one: «يشمله الضمان؟», «اكو فرع؟».
 _YES_NO_CUES = frozenset(
     "فيه يوجد اكو كاين ممكن ينفع يصير يصلح يمكن اقدر نقدر اگدر يشمل يشمله"
-    " تقبلون تقبلوا مسموح تدفع ادفع".split()
+    " تقبلون تقبلوا مسموح تدفع ادفع"
+    # «can I / may I / is it possible» in the five regions: Levantine فيني/بقدر/بيصير,
+    # Egyptian ينفع/بينفع/اقدر, Gulf يمديني/اقدر, Iraqi اكدر/يصير, Maghrebi نقدر/نجم/يمكن,
+    # Tunisian نجم; «still» (لسه، مازال، باقي) asks whether something still holds.
+    " فيني فينا فيك بقدر بنقدر تقدر يقدر اكدر نكدر تكدر يمديني يمدينا يمدي بينفع بيصير"
+    " يجوز نقدرو نجم نجمو نجموا قادر لسه لسا مازال بعده"
+    " aku fi fih feeh momken mumkin mumken yenfa3 yinfa3 binfa3 y9eer ysir yseer ysyr"
+    " agdar a2dar ader n9der n2der fini feeni yemdi".split()
+)
+# A cue that closes the question asks it too: «ابي اغير العنوان، ينفع؟», «…، يصير؟».
+_YES_NO_TAIL = frozenset(
+    "ينفع بينفع يصير بيصير يصلح ممكن يمكن مسموح يمدي يجوز ولا ولالا لا"
+    " yenfa3 y9eer ysir momken mumkin wala".split()
 )
 
 # Evidence that a sentence answers a type (folded, whole words or affixes).
@@ -105,6 +118,13 @@ _PROCEDURE_WORDS = frozenset(
     "افتح اختر اضغط ادخل اكتب ارسل اتصل تواصل قم اتبع ثم عبر خلال بواسطه طريق يمكنك"
     " يرجي يجب زر تطبيق الاعدادات رابط املا احضر قدم توجه سجل".split()
 )
+# «وش الأوراق المطلوبة؟», «شو لازم جيب معي؟», «ايش الشروط؟»: what one must bring or
+# meet is answered by a sentence that states a condition or a document.
+_REQUIREMENT_WORDS = frozenset(
+    "يشترط يشترطون شرط شروط بشرط يجب يلزم يتطلب تتطلب مطلوب مطلوبه المطلوبه ومعك معك"
+    " احضار احضر تقديم الهويه هويه الاقامه اقامه جواز الجواز سجل السجل شهاده الشهاده"
+    " فاتوره الفاتوره اثبات صوره".split()
+)
 # Evidence words that go with many sentences that do not answer: «خلال/قبل/بعد» for a
 # time, «في» for a place, «ثم/عبر» for a procedure.  They count half (type_strength),
 # so «يصل الطلب خلال 3 أيام» beats «غيّر العنوان قبل الشحن» for «امتى يوصل؟».
@@ -125,6 +145,7 @@ _TYPE_EVIDENCE: dict[QuestionType, frozenset[str]] = {
     QuestionType.YES_NO: _POLARITY_WORDS,
     QuestionType.PROCEDURE: _PROCEDURE_WORDS,
     QuestionType.DEFINITION: _DEFINITION_WORDS,
+    QuestionType.REQUIREMENT: _REQUIREMENT_WORDS,
 }
 # Digits answer «كم»; for «متى» a number must come with a time word (أيام، الساعة),
 # else «رسوم التوصيل 25 ريالا» would answer «امتى يوصل الطلب؟».
@@ -147,7 +168,7 @@ def fold_words(text: str) -> list[str]:
 # for a quantity or a time, as «كم» or «متى» would (folded, proclitics stripped).
 _MEASURE_NOUNS: dict[str, QuestionType] = {
     **dict.fromkeys("مده مدته صلاحيه سعر اسعار رسوم تكلفه كلفه عدد قيمه نسبه مبلغ حد"
-                    .split(), QuestionType.QUANTITY),
+                    " مهله فتره عمر سن رقم ارقام وزن سرعه".split(), QuestionType.QUANTITY),
     **dict.fromkeys("مواعيد موعد اوقات توقيت ايام يوم".split(), QuestionType.TIME),
 }
 # A «كم» question about a span of time («كم مدة…», «شكد يوم…», «قديش بياخد وقت»):
@@ -157,6 +178,13 @@ _DURATION_WORDS = frozenset(
     " سنه سنين سنوات ساعه ساعات دقيقه دقائق".split()
 )
 _WHAT = frozenset("ما ماذا ماهي ماهو شو وش ايش شنو شنهو ايه اشنو شنيه what".split())
+# What is required: papers, documents, conditions, or what one must bring
+# («شو لازم جيب», «ايش احتاج», «شنو اريد حتى…», Maghrebi «شنو خاصني»), folded.
+_REQUIREMENT_CUES = frozenset(
+    "اوراق ورق مستندات مستند وثائق وثيقه شروط شرط متطلبات مطلوب مطلوبه لازم يلزم"
+    " احتاج نحتاج يحتاج خاصني خصني اجيب جيب نجيب احضر bring papers wra9 awra2 shorot"
+    " lazem lazim".split()
+)
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
 # Dialect «which»: Egyptian انهي, Iraqi ياتو/يا, Maghrebi اينا/اشمن, Arabizi.
 _WHICH = frozenset("اي لاي باي انهي اينا اشمن ياتو ay ayy anhi ina ashmen".split())
@@ -189,12 +217,17 @@ def question_type(text: str) -> QuestionType:
             return QuestionType.QUANTITY
     if any(w in _WHAT for w in words[:2]):
         for word in bare[1:4]:
-            if word in _MEASURE_NOUNS:
-                return _MEASURE_NOUNS[word]
+            # «الحد», «السن»: the article on a two-letter noun, which PROCLITIC keeps.
+            noun = word[2:] if word.startswith("ال") and word[2:] in _MEASURE_NOUNS else word
+            if noun in _MEASURE_NOUNS:
+                return _MEASURE_NOUNS[noun]
+    if any(w in _WHAT for w in words[:2]) and any(
+            PROCLITIC.sub("", w) in _REQUIREMENT_CUES for w in words[1:5]):
+        return QuestionType.REQUIREMENT
     if _asks_definition(words):
         return QuestionType.DEFINITION
     if "؟" in text or "?" in text:
-        if any(w in _YES_NO_CUES for w in words[:4]):
+        if any(w in _YES_NO_CUES for w in words[:4]) or (words and words[-1] in _YES_NO_TAIL):
             return QuestionType.YES_NO
     return QuestionType.OTHER
 
