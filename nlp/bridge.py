@@ -270,7 +270,7 @@ class Bridge:
         """Is the Latin word a lexicon entry, or does one of its readings meet one?
 
         >>> b = load_bridge()
-        >>> b.knows_latin("emta"), b.knows_latin("twaslon"), b.knows_latin("noqat")
+        >>> b.knows_latin("emta"), b.knows_latin("twaslon"), b.knows_latin("tintehi")
         (True, True, False)
         """
         low = word.lower()
