@@ -51,8 +51,10 @@ KeyFunction = Callable[[str], list[str]]
 # every stored row when it differs (memory.rekey), so old rows stay findable.
 #   1: before counts as digits (never recorded: a store with rows and no
 #      fingerprint is taken to be older than any version);
-#   2: counts as digits (nlp.number_words): «ثلاثة أيام» keys as «3 أيام».
-KEYS_VERSION = 2
+#   2: counts as digits (nlp.number_words): «ثلاثة أيام» keys as «3 أيام»;
+#   3: nouns whose ending only looks like a suffix stay whole (nlp.lexicon.STEM_KEPT):
+#      «تلفون» keys as «تلفون», no longer «تلف» (damage).
+KEYS_VERSION = 3
 
 # Fingerprints of the key functions the product builds (builtin, camel per
 # database); weak so a camel closure dropped by its caller is not kept alive.
@@ -69,7 +71,7 @@ def keys_fingerprint(keys: KeyFunction) -> str | None:
     """The fingerprint of ``keys``, or ``None`` for a function nlp did not name.
 
     >>> keys_fingerprint(stem_and_surface_keys)
-    'builtin/2'
+    'builtin/3'
     >>> keys_fingerprint(str.split) is None
     True
     """

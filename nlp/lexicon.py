@@ -12,6 +12,7 @@ __all__ = [
     "NEVER_SPLIT",
     "REQUEST_WORDS",
     "SHORT_WORDS",
+    "STEM_KEPT",
     "STOPWORDS",
 ]
 
@@ -47,6 +48,18 @@ NEVER_SPLIT: frozenset[str] = frozenset(
     بندوره برميل بلديه بيانات براءه بشويش برشلونه باي بلييز
     لدي وفقا عندما كانوا كانون بدايه بدلا بريطانيا باريس
     يعني امي ابي اخي اختي اني انه انها انك انا احنا انتي انتو""".split()
+)
+
+# Nouns (mostly loans) whose ending only looks like a light10 suffix (‑ون، ‑ين،
+# ‑يه) or whose first letter only looks like ب/ل: the search stemmer keeps them
+# whole, in every form it reaches them (التلفون، تلفونات، مليونا).  Each one
+# stemmed into another word of the support trade: تلفون → تلف (damage), كرتون →
+# كرت (card), كوبون → كوب (cup), زيتون → زيت (oil), عربون → عرب (Arab),
+# مليون → ملي, روتين/بروتين → روت, بالون → ون, لاين → اين (a stopword).
+STEM_KEPT: frozenset[str] = frozenset(
+    """تلفون تليفون ايفون ميكروفون مايكروفون تلفزيون صالون بنطلون بنطلونات قانون
+    زيتون ليمون صابون مليون عربون كرتون كارتون بالون كوبون روتين بروتين فيتامين
+    سيليكون ماكينه لاين اونلاين اوفلاين""".split()
 )
 
 # Words whose final ا is part of the word, not tanween fatha: the search

@@ -79,3 +79,16 @@ async def test_a_new_domain_word_finds_the_policy_only_through_the_bridge(
     assert hits and hits[0].record.doc_id == doc, [h.record.doc_id for h in hits]
     plain = await off.search(tenant, question, kinds={Kind.DOCUMENT}, k=1)
     assert not plain or plain[0].record.doc_id != doc
+
+
+async def test_a_phone_question_does_not_find_the_damage_policy(
+    store: MemoryStore, tenants: Callable[[str], str]
+) -> None:
+    # «تلفون» was keyed «تلف» (damage) before KEYS_VERSION 3 (nlp.lexicon.STEM_KEPT).
+    tenant = tenants("phone")
+    await _ingest(store, tenant, {
+        "damage": "لا يشمل الضمان تلف الجهاز بسبب سوء الاستخدام.",
+        "number": "يمكن تغيير رقم التلفون المسجل من صفحة الحساب.",
+    })
+    hits = await store.search(tenant, "التلفون", kinds={Kind.DOCUMENT}, k=5)
+    assert [h.record.doc_id for h in hits] == ["number"]

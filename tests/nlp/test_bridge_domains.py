@@ -118,3 +118,18 @@ def test_every_new_region_tag_is_known() -> None:
         fields = line.split("\t")
         regions = {r.strip() for r in fields[2].split(",")} if len(fields) > 2 else set()
         assert regions <= known, line
+
+
+@pytest.mark.parametrize(
+    ("noun", "other"),
+    [("التلفون", "تلف"), ("كرتونة", "كرت"), ("الكوبونات", "كوب"), ("زيتون", "زيت"),
+     ("عربون", "عرب"), ("بالون", "ون"), ("بروتين", "روتين")],
+)
+def test_a_noun_whose_ending_looks_like_a_suffix_keeps_its_own_key(noun: str, other: str) -> None:
+    # KEYS_VERSION 3 (nlp.lexicon.STEM_KEPT): «تلفون» was keyed «تلف» (damage).
+    assert other not in nlp.stem_and_surface_keys(noun), noun
+
+
+def test_a_kept_noun_is_one_key_in_all_its_forms() -> None:
+    stems = {nlp.search_keys(w)[0] for w in ("تلفون", "التلفون", "تلفوني", "بتلفونك", "تلفونات")}
+    assert stems == {"تلفون"}
