@@ -12,8 +12,8 @@ lexicon or ranking change can be measured on all nine sets at once.
 ``--show`` lists, per set, every question whose document is not first (with
 the bridge), its rank and the bridge's words for it.
 
-Prints a table; the last line is one JSON object.  Development tool: it
-reads the sets' answers.
+Prints a table, writes ``bench/results/support_recall.json``; the last line
+is one JSON object.  Development tool: it reads the sets' answers.
 """
 
 from __future__ import annotations
@@ -118,6 +118,10 @@ def main() -> None:
     args = parser.parse_args()
     dsn = args.dsn if args.store == "postgres" else None
     result = asyncio.run(main_async(args.set or list(SETS), args.data, dsn, args.show))
+    out = _HERE / "results" / "support_recall.json"
+    saved = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    saved[args.store] = result
+    out.write_text(json.dumps(saved, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, ensure_ascii=False))
 
 
