@@ -6,13 +6,15 @@ MSA lexicon) gives the MSA words a document would use; they pass through the
 store's own key function, so index and query keys still come from one
 function and nothing is re-indexed.  Expanded terms count ``BRIDGE_WEIGHT``
 of an own term: a document that matches what the customer actually wrote
-still outranks one that matches only the lexicon's guess.
+still outranks one that matches only the lexicon's guess.  So do the
+customer's dialect function words (بكام، ابي، لازم: nlp.lexicon
+``DIALECT_FUNCTION_WORDS``), whose meaning the bridge gives in MSA.
 
     >>> from memory.terms import whitespace_keys
     >>> expand = lambda text: ["سعر", "التوصيل"] if "بكام" in text else []
     >>> t = weighted_terms("بكام التوصيل", whitespace_keys, expand)
     >>> t.own, t.bridged
-    (['بكام', 'التوصيل'], ['سعر'])
+    (['التوصيل'], ['سعر', 'بكام'])
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory.terms import MAX_QUERY_CHARS, MAX_QUERY_TERMS, KeyFunction, query_terms, search_terms
+from nlp.keys import split_function_words
 
 __all__ = ["BRIDGE_WEIGHT", "OWN_REPEATS", "Expander", "WeightedTerms", "weighted_terms"]
 
@@ -48,14 +51,35 @@ class WeightedTerms:
         return self.own + self.bridged
 
 
+def _function_terms(query: str, own: list[str], keys: KeyFunction) -> list[str]:
+    """Own terms that only the query's dialect function words give (nlp.keys).
+
+    «بدي سكر الحساب»: «بدي» is how the customer asks, «سكر الحساب» what
+    about; a term also given by a content word of the query stays own.
+    """
+    rest, found = split_function_words(query[:MAX_QUERY_CHARS])
+    if not found:
+        return []
+    theirs = set(keys(" ".join(found)))
+    content = set(keys(rest))
+    return [t for t in own if t in theirs and t not in content]
+
+
 def weighted_terms(query: str, keys: KeyFunction, expand: Expander | None) -> WeightedTerms:
-    """The query's own terms and, separately, the expansion terms it lacks."""
+    """The query's own terms and, separately, the expansion terms it lacks.
+
+    Terms of dialect function words (ابي، بدي، لازم، عندي …) count as
+    expansion terms, below the customer's content words (after the bridge's
+    own, so its cap never drops a bridge word for one of them).
+    """
     own = search_terms(query, keys)
-    if expand is None or not query.strip():
+    if not query.strip():
         return WeightedTerms(own, [])
-    extra = expand(query[:MAX_QUERY_CHARS])
-    if not extra:
-        return WeightedTerms(own, [])
-    have = set(own)
-    bridged = [t for t in query_terms(keys(" ".join(extra)), MAX_QUERY_TERMS) if t not in have]
-    return WeightedTerms(own, bridged[:MAX_BRIDGE_TERMS])
+    light = _function_terms(query, own, keys)
+    if light:
+        own = [t for t in own if t not in set(light)]
+    extra = expand(query[:MAX_QUERY_CHARS]) if expand is not None else []
+    have = set(own) | set(light)
+    bridged = [t for t in query_terms(keys(" ".join(extra)), MAX_QUERY_TERMS)
+               if t not in have] if extra else []
+    return WeightedTerms(own, bridged[:MAX_BRIDGE_TERMS] + light)

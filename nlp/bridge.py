@@ -58,7 +58,9 @@ _VERB_PREFIX = re.compile("^[بهك](?=[يتن][\u0621-\u064a]{3})")
 # the imperfect's person letter (ي/ت/ن/ا), the passive انـ (انشحن، انقفل); suffixes:
 # subject and object pronouns of both tenses, and Moroccan ‑ات (تصيفطات «it was sent»).
 _PERSON = "يتنا"
-_VERB_SUFFIXES = ("تولي", "ولي", "يلي", "تونا", "ناها", "وها", "وني", "ون", "وا", "ين",
+# ‑ل + pronoun, "to/for me, you, us": «نعيطلكم», «نفتحلكن», «بتبعتلنا».
+_VERB_SUFFIXES = ("تولي", "ولكم", "ولنا", "ولي", "يلي", "تونا", "ناها", "لكم", "لكن", "لنا",
+                  "لهم", "وها", "وني", "ون", "وا", "ين",
                   "تو", "تي", "تم", "نا", "ها", "هم", "كم", "ني", "لي", "لك", "ات", "و", "ي",
                   "ت", "ه", "ك")
 _MIN_VERB_STEM = 3
@@ -136,8 +138,17 @@ def _msa_form(token: str, stem: str) -> bool:
 
 def _arabic_forms(word: str) -> set[str]:
     """The folded word, without its proclitic, without a dialect verb prefix:
-    «والحين» → {والحين, حين}; «بيصير» → {بيصير, يصير}."""
-    forms = {word, strip_proclitics(word)}
+    «والحين» → {والحين, حين}; «بيصير» → {بيصير, يصير}.
+
+    A two-letter rest after the article is no entry's word: the article never
+    comes before كم or شو, so «الجم» (the gym) is not Iraqi «جم» (كم).
+
+    >>> sorted(_arabic_forms("الجم")), sorted(_arabic_forms("والحين"))
+    (['الجم'], ['حين', 'والحين'])
+    """
+    bare = strip_proclitics(word)
+    forms = {word} if len(bare) < _MIN_STRIPPED and "ال" in word[: -len(bare) or None] \
+        else {word, bare}
     return forms | {_VERB_PREFIX.sub("", w) for w in forms}
 
 
@@ -259,7 +270,7 @@ class Bridge:
         """Is the Latin word a lexicon entry, or does one of its readings meet one?
 
         >>> b = load_bridge()
-        >>> b.knows_latin("emta"), b.knows_latin("twaslon"), b.knows_latin("noqat")
+        >>> b.knows_latin("emta"), b.knows_latin("twaslon"), b.knows_latin("tintehi")
         (True, True, False)
         """
         low = word.lower()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from nlp.lexicon import FINAL_ALEF_KEPT, NEVER_SPLIT, SHORT_WORDS, STOPWORDS
+from nlp.lexicon import FINAL_ALEF_KEPT, NEVER_SPLIT, SHORT_WORDS, STEM_KEPT, STOPWORDS
 
 __all__ = ["light_stem", "segment", "strip_proclitics"]
 
@@ -137,7 +137,7 @@ def strip_proclitics(word: str) -> str:
     >>> strip_proclitics("بالموبايل")
     'موبايل'
     """
-    if len(word) < 3 or word in NEVER_SPLIT:
+    if len(word) < 3 or word in NEVER_SPLIT or word in STEM_KEPT:  # بالون، بروتين
         return word
     _, rest = _split_prefixes(word)
     return rest
@@ -199,7 +199,12 @@ def light_stem(word: str) -> str:
     ('كريم', 'بحر')
     >>> light_stem("بيتزوج")
     'تزوج'
+    >>> light_stem("التلفون"), light_stem("تلفونات"), light_stem("تلف")
+    ('تلفون', 'تلفون', 'تلف')
     """
+    kept = _kept_stem(word)
+    if kept is not None:
+        return kept
     stem = _stem_once(word)
     # Retrieval wants more conflation than segment() gives (segment is tuned
     # for precision against gold): a stem still starting with a proclitic
@@ -227,6 +232,29 @@ def light_stem(word: str) -> str:
             and stem not in NEVER_SPLIT:
         stem = stem[1:]
     return stem
+
+
+# Proclitic strings and endings a STEM_KEPT noun is met with: بالتلفون، تلفوني،
+# تلفونات، مليونا.  Longest first within each.
+# The word as written first: «بروتين», «بالون» are nouns, not ب + روتين / ب + الون.
+_KEPT_PREFIXES = ("", "بال", "وال", "فال", "كال", "ولل", "ال", "لل", "و", "ف", "ب", "ل")
+_KEPT_SUFFIXES = ("ات", "ها", "هم", "كم", "نا", "ني", "ي", "ك", "ه", "ا", "")
+
+
+def _kept_stem(word: str) -> str | None:
+    """The lexicon.STEM_KEPT noun ``word`` is a form of, if any: its search stem.
+
+    >>> _kept_stem("بتلفوناتكم") is None, _kept_stem("تلفوني"), _kept_stem("بروتين")
+    (True, 'تلفون', 'بروتين')
+    """
+    for prefix in _KEPT_PREFIXES:
+        if not word.startswith(prefix):
+            continue
+        rest = word[len(prefix):]
+        for suffix in _KEPT_SUFFIXES:
+            if rest.endswith(suffix) and rest[: len(rest) - len(suffix)] in STEM_KEPT:
+                return rest[: len(rest) - len(suffix)]
+    return None
 
 
 _PROCLITIC_STRINGS = frozenset({"و", "ف", "ب", "ك", "ل", "ال", "ح", "ه"})

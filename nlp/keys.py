@@ -22,7 +22,7 @@ from weakref import WeakKeyDictionary
 
 from nlp.arabizi import _word_to_arabic, looks_arabizi
 from nlp.clitics import light_stem, strip_proclitics
-from nlp.lexicon import ENGLISH_STOPWORDS, REQUEST_WORDS, STOPWORDS
+from nlp.lexicon import DIALECT_FUNCTION_WORDS, ENGLISH_STOPWORDS, REQUEST_WORDS, STOPWORDS
 from nlp.normalize import clean, fold
 from nlp.number_words import number_words_to_digits
 from nlp.tokens import TokenKind, typed_texts
@@ -34,6 +34,7 @@ __all__ = [
     "keys_fingerprint",
     "register_fingerprint",
     "search_keys",
+    "split_function_words",
     "stem_and_surface_keys",
     "stop_keys_for",
     "words",
@@ -50,8 +51,10 @@ KeyFunction = Callable[[str], list[str]]
 # every stored row when it differs (memory.rekey), so old rows stay findable.
 #   1: before counts as digits (never recorded: a store with rows and no
 #      fingerprint is taken to be older than any version);
-#   2: counts as digits (nlp.number_words): «ثلاثة أيام» keys as «3 أيام».
-KEYS_VERSION = 2
+#   2: counts as digits (nlp.number_words): «ثلاثة أيام» keys as «3 أيام»;
+#   3: nouns whose ending only looks like a suffix stay whole (nlp.lexicon.STEM_KEPT):
+#      «تلفون» keys as «تلفون», no longer «تلف» (damage).
+KEYS_VERSION = 3
 
 # Fingerprints of the key functions the product builds (builtin, camel per
 # database); weak so a camel closure dropped by its caller is not kept alive.
@@ -68,7 +71,7 @@ def keys_fingerprint(keys: KeyFunction) -> str | None:
     """The fingerprint of ``keys``, or ``None`` for a function nlp did not name.
 
     >>> keys_fingerprint(stem_and_surface_keys)
-    'builtin/2'
+    'builtin/3'
     >>> keys_fingerprint(str.split) is None
     True
     """
@@ -217,6 +220,36 @@ def stem_and_surface_keys(text: str) -> list[str]:
     out = search_keys(text)
     out.extend(w for w in words(text) if w not in STOPWORDS)
     return out
+
+
+def split_function_words(text: str) -> tuple[str, list[str]]:
+    """``text`` without its dialect function words, and those words (folded).
+
+    The words are :data:`~nlp.lexicon.DIALECT_FUNCTION_WORDS` (as written or
+    after و/ف/ب/ل; Arabizi words in their Arabic reading): search gives their
+    keys a low weight (memory.expansion) instead of dropping them.
+
+    >>> split_function_words("بدي سكّر الحساب، ولازم ادفع؟")
+    ('سكر الحساب ، ادفع ؟', ['بدي', 'ولازم'])
+    >>> split_function_words("شو لون الزي؟")[1]
+    []
+    >>> split_function_words("abi a3raf el as3ar")[1]
+    ['ابي']
+    """
+    toks, arabizi = _folded_tokens(text)
+    kept: list[str] = []
+    found: list[str] = []
+    for kind, tok in toks:
+        word = tok if kind is TokenKind.WORD else (
+            _word_to_arabic(tok) if kind is TokenKind.LATIN and arabizi else "")
+        # As written or after one conjunction/preposition letter (وبدي، ولازم),
+        # never after the article: «الزي» is the uniform, «زي» "like".
+        if word and (word in DIALECT_FUNCTION_WORDS
+                     or (word[0] in "وفبل" and word[1:] in DIALECT_FUNCTION_WORDS)):
+            found.append(word)
+        else:
+            kept.append(tok)
+    return " ".join(kept), found
 
 
 def content_keys(text: str, keys: KeyFunction, stop: Iterable[str]) -> list[str]:

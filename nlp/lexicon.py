@@ -6,11 +6,13 @@ Kept as data in one place so reviewers can read the linguistic decisions.
 from __future__ import annotations
 
 __all__ = [
+    "DIALECT_FUNCTION_WORDS",
     "ENGLISH_STOPWORDS",
     "FINAL_ALEF_KEPT",
     "NEVER_SPLIT",
     "REQUEST_WORDS",
     "SHORT_WORDS",
+    "STEM_KEPT",
     "STOPWORDS",
 ]
 
@@ -46,6 +48,18 @@ NEVER_SPLIT: frozenset[str] = frozenset(
     بندوره برميل بلديه بيانات براءه بشويش برشلونه باي بلييز
     لدي وفقا عندما كانوا كانون بدايه بدلا بريطانيا باريس
     يعني امي ابي اخي اختي اني انه انها انك انا احنا انتي انتو""".split()
+)
+
+# Nouns (mostly loans) whose ending only looks like a light10 suffix (‑ون، ‑ين،
+# ‑يه) or whose first letter only looks like ب/ل: the search stemmer keeps them
+# whole, in every form it reaches them (التلفون، تلفونات، مليونا).  Each one
+# stemmed into another word of the support trade: تلفون → تلف (damage), كرتون →
+# كرت (card), كوبون → كوب (cup), زيتون → زيت (oil), عربون → عرب (Arab),
+# مليون → ملي, روتين/بروتين → روت, بالون → ون, لاين → اين (a stopword).
+STEM_KEPT: frozenset[str] = frozenset(
+    """تلفون تليفون ايفون ميكروفون مايكروفون تلفزيون صالون بنطلون بنطلونات قانون
+    زيتون ليمون صابون مليون عربون كرتون كارتون بالون كوبون روتين بروتين فيتامين
+    سيليكون ماكينه لاين اونلاين اوفلاين""".split()
 )
 
 # Words whose final ا is part of the word, not tanween fatha: the search
@@ -92,6 +106,24 @@ REQUEST_WORDS: frozenset[str] = frozenset(
     شنوه شوي شويه شي صار صارت طب عافاك عام عاوز عايز عدكم عندك عندكم عندنا عندي
     غادي فضلك فوقاش قديه كمان لازم لك لكم لو لي مالتك مالتكم مالتي مالي ممكن نبغي
     ندير نسوي نعمل هاي هكا هيدا هيدي هيكا ياخي يلي""".split()
+) - STOPWORDS
+
+# Dialect function words, fillers and greetings that are no retrieval stopword
+# (an MSA text may hold the homograph: ابي "my father", زي "uniform", لازم
+# "necessary", يعني "means"), yet in a customer's question say how they ask,
+# not what about.  Search keeps them as query terms at the bridge's weight
+# (memory.expansion), not the full weight of the customer's content words,
+# while the bridge supplies their MSA meaning (بدي → أريد, عشان → لأن): «بدي
+# سكر الحساب» must be ranked by «سكر الحساب», not by a document that happens
+# to say بدي.  The index is unchanged (no re-key).  Folded forms, after
+# proclitics; REQUEST_WORDS less the content words عام، سنه، حد (year, limit).
+_FILLERS = """ابغا ابغى بغينا بدنا بدك بدو بدها عايزه عاوزه عايزين حابب حابه ودي ودنا
+نحب نبغي بغيت بغيتي تبغي تبي نبي يبي اكيد يعني طيب ياريت والله بليز لوسمحت مشكور
+مشكورين يعطيك العافيه عافيه مرحبا اهلا هلا سلام عليكم الله خيي خيو خويا حبيبي
+اخوي اخي عمي حجي استاذ يا ريت برضه برضو كمان بعد زي زيي متل مثلا كيفك شلونك
+ازيك لو سمحتي سمحتو هلق هسا هسه دلوقتي دابا توا عاد ترا ترى""".split()
+DIALECT_FUNCTION_WORDS: frozenset[str] = (
+    (REQUEST_WORDS - frozenset({"عام", "سنه", "حد"})) | frozenset(_FILLERS)
 ) - STOPWORDS
 
 # English function words, for Latin-script (non-Arabizi) words in search keys:

@@ -154,7 +154,8 @@ async def test_rows_keyed_before_counts_are_found_and_counted_as_a_fresh_ingest(
     report: RekeyReport = await new.rekey(
         progress=lambda done, total: seen.append((done, total)), batch=4)
     assert report.ran and report.before == OLD_FINGERPRINT
-    assert report.after == keys_fingerprint(nlp.keys.stem_and_surface_keys) == "builtin/2"
+    now = f"builtin/{KEYS_VERSION}"
+    assert report.after == keys_fingerprint(nlp.keys.stem_and_surface_keys) == now
     assert report.rows == 12 and seen == [(4, 12), (8, 12), (12, 12)]
     # The refund text (ثلاثة), the visit (ساعتين), delivery (خمسة، سبعة), the fact (ثلاث بنات).
     assert report.changed == 4
@@ -162,13 +163,13 @@ async def test_rows_keyed_before_counts_are_found_and_counted_as_a_fresh_ingest(
     hits = await new.search(OLD, QUERIES[0], kinds={Kind.DOCUMENT}, k=1)
     assert hits and hits[0].record.id == "kb:refund#0"
     assert hits[0].record.text.startswith("يعاد المبلغ إلى البطاقة خلال ثلاثة أيام")  # as written
-    assert await new.keys_fingerprint() == "builtin/2"
+    assert await new.keys_fingerprint() == f"builtin/{KEYS_VERSION}"
     # Every statistic, and so every id and score, is that of a fresh ingest.
     assert await _statistics(new, OLD) == await _statistics(new, FRESH)
     assert await _ranking(new, OLD) == await _ranking(new, FRESH)
 
     again: RekeyReport = await new.rekey()
-    assert not again.ran and again.rows == 0 and again.before == "builtin/2"
+    assert not again.ran and again.rows == 0 and again.before == f"builtin/{KEYS_VERSION}"
 
 
 async def test_rows_from_before_fingerprints_are_rekeyed_and_an_empty_store_just_records(
@@ -176,7 +177,7 @@ async def test_rows_from_before_fingerprints_are_rekeyed_and_an_empty_store_just
 ) -> None:
     first = await opener(nlp.keys.stem_and_surface_keys, None)
     # An empty store takes the fingerprint at setup: nothing to re-key.
-    assert await first.keys_fingerprint() == "builtin/2"
+    assert await first.keys_fingerprint() == f"builtin/{KEYS_VERSION}"
     noop: RekeyReport = await first.rekey()
     assert not noop.ran and noop.rows == 0
     # Forced, it reads every row (none here) and records again.
