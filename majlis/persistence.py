@@ -100,8 +100,8 @@ class Persistence:
         self._closers.clear()
 
 
-# A connection last handed out less than this long ago was working a moment
-# ago: checking it again on checkout is a round trip per query for nothing.
+# A connection returned to its pool less than this long ago was working a
+# moment ago: checking it again on checkout is a round trip per query for nothing.
 IDLE_CHECK_S = 1.0
 
 

@@ -31,23 +31,36 @@ from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
 from majlis.turn_log import PG_DDL as TURN_EVENTS_DDL
 from majlis.turn_log import PostgresTurnEvents, TurnLog
 
-_handed_out_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
+_returned_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
     weakref.WeakKeyDictionary())
 
 
+class _StampedPool(AsyncConnectionPool[Any]):
+    """A pool that notes when each connection came back (for :func:`_check_if_idle`)."""
+
+    async def putconn(self, conn: AsyncConnection[Any]) -> None:
+        _returned_at[conn] = time.monotonic()
+        await super().putconn(conn)
+
+
 async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
-    """The pool's checkout check, skipped for connections handed out within IDLE_CHECK_S.
+    """The pool's checkout check, skipped for connections returned within IDLE_CHECK_S.
 
     ``check_connection`` on every checkout cost six round trips per turn. A
     connection that idled longer (the ones a database restart leaves dead) is
     still checked; a busy one that broke fails its query and the pool discards
-    it when it comes back. (Timed at checkout, not with the pool's ``reset``
-    hook: with a reset hook psycopg returns every connection through a
-    background task, which costs more than the check.)
+    it when it comes back. (Stamped by the pool's ``putconn``, not with its
+    ``reset`` hook: with a reset hook psycopg returns every connection through
+    a background task, which costs more than the check.)
+
+    Idle means since the connection was *returned*, not since it was handed
+    out: a lock connection is held for its whole turn, so on a loaded server
+    (turns over IDLE_CHECK_S) timing from the hand-out checked the lock
+    connection of nearly every turn — a round trip that was 2.3 % of the
+    server's samples (py-spy, 32 streams, the shared machine).
     """
     now = time.monotonic()
-    last = _handed_out_at.get(conn)
-    _handed_out_at[conn] = now
+    last = _returned_at.get(conn)
     if last is not None and now - last < IDLE_CHECK_S and not conn.broken:
         return
     await AsyncConnectionPool.check_connection(conn)
@@ -250,11 +263,11 @@ async def open_postgres(
         "timeout": o.checkout_timeout_s, "reconnect_timeout": o.reconnect_timeout_s,
         "max_waiting": o.max_waiting,
     }
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+    pool: AsyncConnectionPool[Any] = _StampedPool(
         dsn, min_size=min(o.min_size, o.max_size), max_size=o.max_size, kwargs=kwargs,
         name="diwaniya", **common,
     )
-    lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+    lock_pool: AsyncConnectionPool[Any] = _StampedPool(
         dsn, min_size=max(1, min(o.lock_pool_min, o.lock_pool_size)), max_size=o.lock_pool_size,
         # Prepared like the query pool's: a lock connection runs the same few
         # statements all day, and their plans (CTEs, the log row) cost the

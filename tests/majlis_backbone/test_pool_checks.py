@@ -62,6 +62,33 @@ async def test_busy_connections_skip_the_check(own_db: str, monkeypatch: pytest.
         await db.close()
 
 
+async def test_a_connection_held_long_is_not_checked_when_it_comes_back(
+        own_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle is since the connection was returned: a lock connection is held for
+    a whole turn, which on a loaded server is longer than IDLE_CHECK_S."""
+    checks = 0
+    real = AsyncConnectionPool.check_connection
+
+    async def counting(conn: Any) -> None:
+        nonlocal checks
+        checks += 1
+        await real(conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counting))
+    db = await open_postgres(own_db, min_size=1, max_size=1, lock_pool_size=1)
+    try:
+        assert db.pool is not None
+        async with db.pool.connection() as conn:  # a fresh connection: checked once
+            await asyncio.sleep(persistence.IDLE_CHECK_S + 0.3)  # a long turn holds it
+        before = checks
+        async with db.pool.connection() as again:
+            assert again is conn
+            await again.execute("SELECT 1")
+        assert checks == before  # handed back a moment ago, though handed out long ago
+    finally:
+        await db.close()
+
+
 async def test_a_dead_idle_connection_is_replaced_unseen(own_db: str) -> None:
     db = await open_postgres(own_db, min_size=1, max_size=1, lock_pool_size=1)
     try:
