@@ -1,6 +1,6 @@
 """Support questions in dialect over short MSA policy documents, through the whole service.
 
-``.venv/bin/python bench/support.py [--set dev|test|test2|…|test8]``
+``.venv/bin/python bench/support.py [--set dev|test|test2|…|test10]``
 
 Data (``bench/data/support/<set>/``, written for this bench from knowledge of
 the dialects): ``docs/*.md`` short MSA policies; ``questions.tsv`` (region,
@@ -67,7 +67,7 @@ from service.app import App  # noqa: E402
 TENANT = "support"
 # The support sets in bench/data/support (test6: held out in session 7;
 # test7, test8: held out in session 8, each run once on the frozen tree).
-SETS = ("dev", "test", "test2", "test3", "test4", "test5", "test6", "test7", "test8")
+SETS = ("dev", "test", "test2", "test3", "test4", "test5", "test6", "test7", "test8", "test9", "test10")
 # A plain working day with no national or religious occasion, so no seasonal
 # greeting colours the replies.
 CLOCK = datetime(2026, 11, 2, 7, tzinfo=UTC)
