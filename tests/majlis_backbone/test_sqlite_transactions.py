@@ -1,0 +1,101 @@
+"""The embedded default's shared SQLite connections never keep a failed write's transaction.
+
+Python's sqlite3 opens a transaction before the first INSERT/UPDATE/DELETE; a
+statement that fails ("database is locked" while another process writes, a
+constraint) leaves it open. On a connection shared by every turn that is
+another turn's problem: its ``BEGIN IMMEDIATE`` fails ("cannot start a
+transaction within a transaction"), or its commit saves the failed write's
+first half. Real SQLite files throughout; a second connection plays the other
+process, a trigger plays a write that fails half-way.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from majlis.threads import RequestKey, ThreadRow
+from majlis.threads_sqlite import SqliteThreadStore
+
+T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+
+
+def _row(thread_id: str) -> ThreadRow:
+    return ThreadRow(thread_id=thread_id, tenant="t1", user_id="u1", title="", created_at=T0,
+                     updated_at=T0, turn_count=0)
+
+
+@asynccontextmanager
+async def _store(path: Path) -> AsyncIterator[tuple[SqliteThreadStore, aiosqlite.Connection]]:
+    conn = await aiosqlite.connect(path)
+    store = SqliteThreadStore(conn, lease_ttl_s=3)
+    await store.migrate()
+    try:
+        yield store, conn
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def _other_process_writing(path: Path) -> AsyncIterator[None]:
+    """Another connection holds the file's write lock (serve --workers, a CLI)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.rollback()
+        other.close()
+
+
+async def _create_again(store: SqliteThreadStore, path: Path) -> None:
+    await store.create(_row("th-1"))  # the thread exists: UNIQUE constraint failed
+
+
+async def _create_locked(store: SqliteThreadStore, path: Path) -> None:
+    async with _other_process_writing(path):
+        await store.create(_row("th-2"))
+
+
+async def _lease_locked(store: SqliteThreadStore, path: Path) -> None:
+    async with _other_process_writing(path), store.lock("th-1", policy="reject", wait_s=0):
+        pass
+
+
+async def _delete_locked(store: SqliteThreadStore, path: Path) -> None:
+    async with _other_process_writing(path):
+        await store.delete("t1", "th-1")
+
+
+Failure = Callable[[SqliteThreadStore, Path], Awaitable[None]]
+
+
+@pytest.mark.parametrize("fail", [_create_again, _create_locked, _lease_locked, _delete_locked],
+                         ids=["duplicate-create", "locked-create", "locked-lease",
+                              "locked-delete"])
+async def test_a_failed_registry_write_leaves_no_transaction_open(
+    tmp_path: Path, fail: Failure
+) -> None:
+    path = tmp_path / "threads.sqlite3"
+    async with _store(path) as (store, conn):
+        await store.create(_row("th-1"))
+        # Short: the other process holds the lock until the write has failed.
+        await conn.execute("PRAGMA busy_timeout=50")
+        with pytest.raises(sqlite3.Error):
+            await fail(store, path)
+        assert not conn.in_transaction
+        # The next turns' writes: an IMMEDIATE transaction, a lease, a commit of both.
+        claimed = await store.claim_request(RequestKey("t1", "u1", "r1"), thread_id="th-1",
+                                            content_hash="h", new_thread=None, window_s=60)
+        assert claimed.claimed
+        async with store.lock("th-1", policy="reject", wait_s=0) as lease:
+            assert lease.token
+        assert await store.get("t1", "th-1") is not None
+        assert not conn.in_transaction
+
