@@ -11,6 +11,7 @@ process, a trigger plays a write that fails half-way.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -20,8 +21,10 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
+from majlis.persistence import Persistence, open_sqlite
 from majlis.threads import RequestKey, ThreadRow
 from majlis.threads_sqlite import SqliteThreadStore
+from majlis.turn_log import SqliteTurnEvents
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
@@ -99,3 +102,43 @@ async def test_a_failed_registry_write_leaves_no_transaction_open(
         assert await store.get("t1", "th-1") is not None
         assert not conn.in_transaction
 
+
+@asynccontextmanager
+async def _embedded(tmp_path: Path) -> AsyncIterator[Persistence]:
+    db = await open_sqlite(tmp_path / "data")
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+def _rows(turn_id: str, n: int) -> list[tuple[str, str, str, int, str, float, str]]:
+    return [("t1", "th-1", turn_id, seq, "u1", 1.0, f'{{"seq": {seq}}}') for seq in range(1, n + 1)]
+
+
+async def test_concurrent_turn_log_writes_never_commit_each_others_half(tmp_path: Path) -> None:
+    async with _embedded(tmp_path) as db:
+        assert db.turn_log is not None
+        path = tmp_path / "data" / "threads.sqlite3"
+        with sqlite3.connect(path) as other:
+            # A write that fails on its second row, as a full disk or an I/O error would.
+            other.execute(
+                "CREATE TRIGGER fail_second BEFORE INSERT ON diwaniya_turn_events"
+                " WHEN NEW.turn_id = 'broken' AND NEW.seq = 2"
+                " BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END")
+        # Two turns flushing at once, on the one shared connection; a third a little later.
+        results = await asyncio.gather(
+            db.turn_log.write(_rows("good", 3)), db.turn_log.write(_rows("broken", 3)),
+            db.turn_log.write(_rows("later", 2)), return_exceptions=True)
+        assert results[0] is None and results[2] is None
+        assert isinstance(results[1], sqlite3.IntegrityError | sqlite3.OperationalError)
+        with sqlite3.connect(path) as other:
+            logged = dict(other.execute(
+                "SELECT turn_id, count(*) FROM diwaniya_turn_events GROUP BY turn_id").fetchall())
+        # The failed batch is not half-saved by another turn's commit; the others are whole.
+        assert logged == {"good": 3, "later": 2}
+        store = db.turn_log._store
+        assert isinstance(store, SqliteTurnEvents)
+        assert not store._conn.in_transaction
+        # And the file's write lock is free: the registry can commit.
+        await db.threads.create(_row("th-1"))
