@@ -22,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -52,6 +53,8 @@ from majlis.threads import (
 from majlis.threads_sqlite_schema import ADDED, DDL, LEASE_OWNER_COLUMNS
 
 PRUNE_EVERY_S = 60.0
+
+log = logging.getLogger("diwaniya.threads")
 
 _REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
              " events, result, checkpoint_id")
@@ -130,6 +133,9 @@ class SqliteThreadStore:
         self._held: set[str] = set()  # owners of this process's live leases
         self._idle = asyncio.Event()
         self._idle.set()
+        # Failed lease renewals since start; the hook is service.instrument's metric.
+        self.heartbeat_failures = 0
+        self.on_heartbeat_failure: Callable[[], None] | None = None
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -405,14 +411,37 @@ class SqliteThreadStore:
         return cur.rowcount == 1
 
     async def _renew(self, thread_id: str, owner: str) -> None:
+        """The lease's heartbeat: every ttl/3 its expiry moves on.
+
+        A failed renewal ("database is locked" past the busy timeout, a full
+        disk) is retried at the next beat, so the lease lapses only after a
+        whole ttl without one success; it never ends the turn (its fenced
+        commit decides). One WARNING per failure streak, every failure counted
+        (``heartbeat_failures``, the diwaniya_lease_heartbeat_failures metric).
+        """
+        failing = False
         while True:
             await asyncio.sleep(self._ttl / 3)
-            async with self._tx() as conn:
-                await conn.execute(
-                    "UPDATE diwaniya_thread_leases SET expires_at = ?"
-                    " WHERE thread_id = ? AND owner = ?",
-                    (time.time() + self._ttl, thread_id, owner),
-                )
+            try:
+                async with self._tx() as conn:
+                    await conn.execute(
+                        "UPDATE diwaniya_thread_leases SET expires_at = ?"
+                        " WHERE thread_id = ? AND owner = ?",
+                        (time.time() + self._ttl, thread_id, owner),
+                    )
+            except Exception as exc:
+                self.heartbeat_failures += 1
+                if self.on_heartbeat_failure is not None:
+                    self.on_heartbeat_failure()
+                if not failing:
+                    log.warning("lease heartbeat failed for thread %s (lease %s): %s; retrying"
+                                " every %g s, the lease lapses %g s after its last renewal",
+                                thread_id, owner, exc, self._ttl / 3, self._ttl)
+                failing = True
+                continue
+            if failing:
+                log.info("lease heartbeat for thread %s (lease %s) renewed again", thread_id, owner)
+                failing = False
 
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,

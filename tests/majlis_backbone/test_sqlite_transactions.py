@@ -142,3 +142,38 @@ async def test_concurrent_turn_log_writes_never_commit_each_others_half(tmp_path
         assert not store._conn.in_transaction
         # And the file's write lock is free: the registry can commit.
         await db.threads.create(_row("th-1"))
+
+
+async def _until(done: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    for _ in range(int(timeout_s / 0.02)):
+        if done():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"not within {timeout_s} s")
+
+
+async def test_a_failing_heartbeat_warns_once_per_streak_and_keeps_the_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "threads.sqlite3"
+    conn = await aiosqlite.connect(path)
+    # A beat every 0.2 s; a renewal gives up after 50 ms of "database is locked".
+    store = SqliteThreadStore(conn, lease_ttl_s=0.6)
+    await store.migrate()
+    await conn.execute("PRAGMA busy_timeout=50")
+    counted: list[int] = []
+    store.on_heartbeat_failure = lambda: counted.append(1)
+    renewed = lambda: any("renewed again" in r.getMessage() for r in caplog.records)  # noqa: E731
+    try:
+        with caplog.at_level("INFO", logger="diwaniya.threads"):
+            async with store.lock("th-1", policy="reject", wait_s=0) as lease:
+                async with _other_process_writing(path):
+                    await _until(lambda: store.heartbeat_failures >= 3)  # a streak of three
+                await _until(renewed)
+            # The turn ended normally: the failed beats ended neither it nor its exit.
+        warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1, [r.getMessage() for r in warnings]
+        assert "th-1" in warnings[0].getMessage() and str(lease.token) in warnings[0].getMessage()
+        assert len(counted) == store.heartbeat_failures >= 3
+    finally:
+        await conn.close()
