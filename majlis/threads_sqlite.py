@@ -22,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -52,6 +53,8 @@ from majlis.threads import (
 from majlis.threads_sqlite_schema import ADDED, DDL, LEASE_OWNER_COLUMNS
 
 PRUNE_EVERY_S = 60.0
+
+log = logging.getLogger("diwaniya.threads")
 
 _REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
              " events, result, checkpoint_id")
@@ -130,6 +133,26 @@ class SqliteThreadStore:
         self._held: set[str] = set()  # owners of this process's live leases
         self._idle = asyncio.Event()
         self._idle.set()
+        # Failed lease renewals since start; the hook is service.instrument's metric.
+        self.heartbeat_failures = 0
+        self.on_heartbeat_failure: Callable[[], None] | None = None
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction on the shared connection: committed at the end, rolled
+        back on any error or cancellation. Python's sqlite3 opens a transaction before
+        the first INSERT/UPDATE/DELETE; a statement that fails ("database is locked",
+        a constraint) leaves it open, and the next ``BEGIN IMMEDIATE`` (commit_turn,
+        claim_request) would fail "cannot start a transaction within a transaction"
+        while its snapshot and locks are held — or a later commit would save half a write.
+        """
+        async with self._write:
+            try:
+                yield self._conn
+                await self._conn.commit()
+            except BaseException:
+                await asyncio.shield(self._conn.rollback())
+                raise
 
     async def migrate(self) -> None:
         await enable_wal(self._conn)
@@ -170,10 +193,9 @@ class SqliteThreadStore:
             rows = await cur.fetchall()
         dead = [(r[0], r[1]) for r in rows if not ProcessId(r[2], r[3], r[4], r[5]).alive()]
         if dead:
-            async with self._write:
-                await self._conn.executemany(
+            async with self._tx() as conn:
+                await conn.executemany(
                     "DELETE FROM diwaniya_thread_leases WHERE thread_id = ? AND owner = ?", dead)
-                await self._conn.commit()
         return len(dead)
 
     async def drain(self, timeout_s: float = 5.0) -> None:
@@ -185,21 +207,19 @@ class SqliteThreadStore:
         """
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), timeout_s)
-        async with self._write:
-            await self._conn.execute(
+        async with self._tx() as conn:
+            await conn.execute(
                 "DELETE FROM diwaniya_thread_leases WHERE owner_pid = ? AND owner_boot = ?"
                 " AND owner_start = ? AND owner_host = ?",
                 (self._me.pid, self._me.boot, self._me.start, self._me.host))
-            await self._conn.commit()
 
     async def create(self, row: ThreadRow) -> None:
-        async with self._write:
-            await self._conn.execute(
+        async with self._tx() as conn:
+            await conn.execute(
                 _INSERT,
                 (row.thread_id, row.tenant, row.user_id, row.title, row.created_at.isoformat(),
                  row.updated_at.isoformat(), row.turn_count, time.time()),
             )
-            await self._conn.commit()
 
     def _live(self, tenant: str) -> tuple[str, list[object]]:
         """The WHERE part that hides the tenant's expired threads (majlis.retention)."""
@@ -216,14 +236,13 @@ class SqliteThreadStore:
         return _row(found) if found else None
 
     async def record_turn(self, thread_id: str, *, at: datetime, title: str) -> None:
-        async with self._write:
-            await self._conn.execute(
+        async with self._tx() as conn:
+            await conn.execute(
                 "UPDATE diwaniya_threads SET updated_at = max(updated_at, ?),"
                 " turn_count = turn_count + 1,"
                 " title = CASE WHEN title = '' THEN ? ELSE title END WHERE thread_id = ?",
                 (at.isoformat(), title, thread_id),
             )
-            await self._conn.commit()
 
     async def list(
         self, tenant: str, user_id: str, *, limit: int, after: tuple[datetime, str] | None
@@ -242,17 +261,16 @@ class SqliteThreadStore:
         return [_row(r) for r in rows]
 
     async def delete(self, tenant: str, thread_id: str) -> bool:
-        async with self._write:
-            await self._conn.execute(
+        async with self._tx() as conn:
+            await conn.execute(
                 "DELETE FROM diwaniya_requests WHERE tenant = ? AND thread_id = ?",
                 (tenant, thread_id),
             )
-            cur = await self._conn.execute(
+            cur = await conn.execute(
                 "DELETE FROM diwaniya_threads WHERE tenant = ? AND thread_id = ?",
                 (tenant, thread_id),
             )
-            await self._conn.commit()
-            return cur.rowcount > 0
+        return cur.rowcount > 0
 
     # ------------------------------------------------------------ fencing
     async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
@@ -379,30 +397,51 @@ class SqliteThreadStore:
 
     async def _try_lease(self, thread_id: str, owner: str) -> bool:
         now = time.time()
-        async with self._write:
-            await self._conn.execute(
+        async with self._tx() as conn:
+            await conn.execute(
                 "DELETE FROM diwaniya_thread_leases WHERE thread_id = ? AND expires_at < ?",
                 (thread_id, now),
             )
-            cur = await self._conn.execute(
+            cur = await conn.execute(
                 "INSERT OR IGNORE INTO diwaniya_thread_leases (thread_id, owner, expires_at,"
                 " owner_pid, owner_boot, owner_start, owner_host) VALUES (?,?,?,?,?,?,?)",
                 (thread_id, owner, now + self._ttl, self._me.pid, self._me.boot, self._me.start,
                  self._me.host),
             )
-            await self._conn.commit()
-            return cur.rowcount == 1
+        return cur.rowcount == 1
 
     async def _renew(self, thread_id: str, owner: str) -> None:
+        """The lease's heartbeat: every ttl/3 its expiry moves on.
+
+        A failed renewal ("database is locked" past the busy timeout, a full
+        disk) is retried at the next beat, so the lease lapses only after a
+        whole ttl without one success; it never ends the turn (its fenced
+        commit decides). One WARNING per failure streak, every failure counted
+        (``heartbeat_failures``, the diwaniya_lease_heartbeat_failures metric).
+        """
+        failing = False
         while True:
             await asyncio.sleep(self._ttl / 3)
-            async with self._write:
-                await self._conn.execute(
-                    "UPDATE diwaniya_thread_leases SET expires_at = ?"
-                    " WHERE thread_id = ? AND owner = ?",
-                    (time.time() + self._ttl, thread_id, owner),
-                )
-                await self._conn.commit()
+            try:
+                async with self._tx() as conn:
+                    await conn.execute(
+                        "UPDATE diwaniya_thread_leases SET expires_at = ?"
+                        " WHERE thread_id = ? AND owner = ?",
+                        (time.time() + self._ttl, thread_id, owner),
+                    )
+            except Exception as exc:
+                self.heartbeat_failures += 1
+                if self.on_heartbeat_failure is not None:
+                    self.on_heartbeat_failure()
+                if not failing:
+                    log.warning("lease heartbeat failed for thread %s (lease %s): %s; retrying"
+                                " every %g s, the lease lapses %g s after its last renewal",
+                                thread_id, owner, exc, self._ttl / 3, self._ttl)
+                failing = True
+                continue
+            if failing:
+                log.info("lease heartbeat for thread %s (lease %s) renewed again", thread_id, owner)
+                failing = False
 
     @asynccontextmanager
     async def lock(self, thread_id: str, *, policy: Policy, wait_s: float,
@@ -450,12 +489,11 @@ class SqliteThreadStore:
 
     async def _release(self, thread_id: str, owner: str) -> None:
         try:
-            async with self._write:
-                await self._conn.execute(
+            async with self._tx() as conn:
+                await conn.execute(
                     "DELETE FROM diwaniya_thread_leases WHERE thread_id = ? AND owner = ?",
                     (thread_id, owner),
                 )
-                await self._conn.commit()
         finally:
             self._held.discard(owner)
             if not self._held:

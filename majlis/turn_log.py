@@ -130,27 +130,44 @@ class PostgresTurnEvents:
 
 
 class SqliteTurnEvents:
+    """The embedded default's log, on one aiosqlite connection shared by every turn.
+
+    Python's sqlite3 opens a transaction before the first INSERT/DELETE and
+    every turn's ``commit()`` ends whatever is open: without the lock, turn A's
+    commit saved turn B's half-done batch, and B's failure left its rows for
+    the next commit (or the transaction, with the file's write lock, open).
+    Each write is one transaction under ``_lock``, rolled back on failure; reads
+    take it too, so a resumer never sees rows a rollback is about to remove.
+    """
+
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
+        self._lock = asyncio.Lock()
 
     async def migrate(self) -> None:
-        await self._conn.executescript(SQLITE_DDL)
-        await self._conn.commit()
+        async with self._lock:
+            await self._conn.executescript(SQLITE_DDL)
+            await self._conn.commit()
 
     async def insert(self, rows: Sequence[Row]) -> None:
         # Shielded: a turn cancelled between the INSERT and its COMMIT would
         # leave the connection's write transaction open, and with it the
         # file's write lock ("database is locked" for every other writer).
-        await asyncio.shield(self._insert(rows))
+        await asyncio.shield(self._write(
+            f"INSERT OR IGNORE INTO diwaniya_turn_events {_COLUMNS} VALUES (?,?,?,?,?,?,?)", rows))
 
-    async def _insert(self, rows: Sequence[Row]) -> None:
-        await self._conn.executemany(
-            f"INSERT OR IGNORE INTO diwaniya_turn_events {_COLUMNS} VALUES (?,?,?,?,?,?,?)", rows)
-        await self._conn.commit()
+    async def _write(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        async with self._lock:
+            try:
+                await self._conn.executemany(sql, rows)
+                await self._conn.commit()
+            except BaseException:
+                await asyncio.shield(self._conn.rollback())
+                raise
 
     async def after(self, tenant: str, user_id: str, thread_id: str, turn_id: str,
                     after_seq: int, since: float) -> list[tuple[int, str]] | None:
-        async with self._conn.execute(
+        async with self._lock, self._conn.execute(
             "SELECT seq, body FROM diwaniya_turn_events WHERE tenant=? AND thread_id=? "
             "AND turn_id=? AND user_id=? AND at >= ? AND (seq > ? OR seq = 1) ORDER BY seq",
             (tenant, thread_id, turn_id, user_id, since, after_seq)) as cur:
@@ -158,8 +175,8 @@ class SqliteTurnEvents:
         return _known(rows, after_seq)
 
     async def prune(self, before: float) -> None:
-        await self._conn.execute("DELETE FROM diwaniya_turn_events WHERE at < ?", (before,))
-        await self._conn.commit()
+        await asyncio.shield(self._write(
+            "DELETE FROM diwaniya_turn_events WHERE at < ?", [(before,)]))
 
 
 def _known(rows: Sequence[Any], after_seq: int) -> list[tuple[int, str]] | None:

@@ -236,6 +236,8 @@ def instrument(telemetry: Telemetry, tenants: Tenants, persistence: Persistence,
     _wrap_async(store, "facts_and_search", "memory.search", mem,
                 lambda found: {"diwaniya.hits": len(found[1])})
     _wrap_async(store, "put", "memory.put", mem, lambda recs: {"diwaniya.records": len(recs)})
+    if hasattr(threads, "on_heartbeat_failure"):  # SQLite's lease heartbeat
+        threads.on_heartbeat_failure = lambda: metrics.lease_heartbeat_failures.add(1)
     # Pools (PostgreSQL only): the private attributes are read, not changed.
     if persistence.pool is not None:
         telemetry.watch_pool("checkpoints", _psycopg_reading(persistence.pool))

@@ -71,6 +71,7 @@ class Metrics:
     pool_wait: Any             # diwaniya_db_pool_wait_seconds{pool}
     turns_by_phase: Any        # diwaniya_turns_by_phase_total{phase}
     turns_by_dialect: Any      # diwaniya_turns_by_dialect_total{dialect}
+    lease_heartbeat_failures: Any  # diwaniya_lease_heartbeat_failures_total
 
     @classmethod
     def create(cls, meter: Meter) -> Metrics:
@@ -99,6 +100,9 @@ class Metrics:
                 "diwaniya_turns_by_phase", description="Completed turns by Majlis phase"),
             turns_by_dialect=meter.create_counter(
                 "diwaniya_turns_by_dialect", description="Completed turns by thread dialect"),
+            lease_heartbeat_failures=meter.create_counter(
+                "diwaniya_lease_heartbeat_failures",
+                description="Failed renewals of a running turn's thread lease (SQLite)"),
         )
 
 

@@ -2,9 +2,18 @@
 
 A real gRPC server over a fresh PostgreSQL database with a deliberately small
 query pool (4) and lock pool (8), and a scripted model slow enough for turns
-to overlap. Every call must end OK, ABORTED (its thread was busy) or
-RESOURCE_EXHAUSTED (fail fast, with a retry hint), never INTERNAL; a turn that
-has to wait for a lock connection says ``queued`` before anything else.
+to overlap. Every call must end OK or with a retryable status that carries
+RetryInfo — ABORTED (its thread was busy), RESOURCE_EXHAUSTED (every pool
+connection busy) or UNAVAILABLE — never INTERNAL or UNKNOWN; a turn that has to
+wait for a lock connection says ``queued`` before anything else.
+
+UNAVAILABLE is a right answer here, not a bug: a checkout that timed out is
+RESOURCE_EXHAUSTED only if the pool *still* shows every connection open and
+in use when the error is mapped (majlis.store_errors), and on a loaded CPU a
+connection may come back, or the pool be one short while it replaces one, in
+between; 1 of 200 did so once on a busy CI machine, 8 of 200 here under two
+busy loops ("couldn't get a connection after 2.00 sec", after ``queued``).
+Both statuses say "retry later" with a delay; which of the two is advisory.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 from pydantic import SecretStr
 
 from majlis.culture import FixedClock
@@ -25,7 +35,8 @@ from service import DiwaniyaClient, Settings, build_app
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service.conftest import DEFAULT_TIME, collect
 
-ALLOWED = {"OK", "ABORTED", "RESOURCE_EXHAUSTED"}
+# Failures a client retries after the RetryInfo delay (service.errors._RETRY_INFO).
+RETRYABLE = {"ABORTED", "RESOURCE_EXHAUSTED", "UNAVAILABLE"}
 
 
 @asynccontextmanager
@@ -54,14 +65,26 @@ def model() -> Iterator[ScriptedOpenAIServer]:
     server.close()
 
 
-async def _outcome(call: Any) -> tuple[str, list[str]]:
+def _retry_delay_s(err: grpc.aio.AioRpcError) -> float | None:
+    for key, value in err.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            for packed in status_pb2.Status.FromString(value).details:
+                if packed.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                    info = error_details_pb2.RetryInfo()
+                    packed.Unpack(info)
+                    return float(info.retry_delay.ToMilliseconds()) / 1000
+    return None
+
+
+async def _outcome(call: Any) -> tuple[str, list[str], float | None]:
+    """(status name, the events' kinds, the RetryInfo delay of a failure)."""
     kinds: list[str] = []
     try:
         async for event in call:
             kinds.append(event.WhichOneof("event") or "")
     except grpc.aio.AioRpcError as err:
-        return err.code().name, kinds
-    return "OK", kinds
+        return err.code().name, kinds, _retry_delay_s(err)
+    return "OK", kinds, None
 
 
 async def test_200_streams_against_small_pools_never_internal(
@@ -81,16 +104,20 @@ async def test_200_streams_against_small_pools_never_internal(
         outcomes = await asyncio.gather(*(_outcome(c) for c in calls))
         still_serving = await client.health("diwaniya.v1.Conversations")
 
-    codes = Counter(code for code, _ in outcomes)
-    assert set(codes) <= ALLOWED, codes
+    codes = Counter(code for code, _, _ in outcomes)
+    assert set(codes) <= {"OK"} | RETRYABLE, codes
     assert codes["OK"] > 0
-    for code, kinds in outcomes:
+    for code, kinds, delay in outcomes:
         if code == "OK":
             assert kinds[-1] == "turn_completed"
             # A queued event comes first, before the turn starts, or not at all.
             assert "queued" not in kinds[kinds.index("turn_started"):]
+        else:
+            # Every failure tells the client when to retry, and nothing of it ran.
+            assert delay is not None and delay > 0, (code, kinds)
+            assert "turn_completed" not in kinds
     # 200 turns on 8 lock connections: some had to wait, and said so.
-    assert any("queued" in kinds for _, kinds in outcomes)
+    assert any("queued" in kinds for _, kinds, _ in outcomes)
     assert still_serving == "SERVING"
 
 
