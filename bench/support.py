@@ -67,7 +67,10 @@ from service.app import App  # noqa: E402
 TENANT = "support"
 # The support sets in bench/data/support (test6: held out in session 7;
 # test7, test8: held out in session 8, each run once on the frozen tree).
-SETS = ("dev", "test", "test2", "test3", "test4", "test5", "test6", "test7", "test8", "test9", "test10")
+SETS = (
+    "dev", "test", "test2", "test3", "test4", "test5",
+    "test6", "test7", "test8", "test9", "test10",
+)  # fmt: skip
 # A plain working day with no national or religious occasion, so no seasonal
 # greeting colours the replies.
 CLOCK = datetime(2026, 11, 2, 7, tzinfo=UTC)
