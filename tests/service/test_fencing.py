@@ -265,10 +265,20 @@ async def test_cancelled_or_timed_out_turn_writes_no_checkpoint(
         # under load can land just after the client's own deadline fired: a send
         # in that moment is truthfully ABORTED "busy" and is sent again.
         for _ in range(100):
+            asked = len(openai_server.requests)
             call = svc.client.send("ابي اكلم موظف", user_id="fail-u", thread_id=thread_id)
             try:
                 async for event in call:
-                    if event.HasField("text_delta"):
+                    # Cancel while the model is still streaming its 3 s reply: once
+                    # its request has arrived (or text flows). Waiting for a
+                    # text_delta alone raced the turn's end on a loaded machine
+                    # (CI rehearsal, session 9), and a turn that ends first is kept.
+                    if event.HasField("turn_started"):
+                        for _ in range(250):
+                            if len(openai_server.requests) > asked:
+                                break
+                            await asyncio.sleep(0.02)
+                    if event.HasField("turn_started") or event.HasField("text_delta"):
                         call.cancel()
                         break
                 break
