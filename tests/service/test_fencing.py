@@ -339,6 +339,48 @@ async def test_commit_whose_outcome_was_lost_is_reported_truthfully(
         assert "whether it was saved is unknown" in details and "same request_id" in details
 
 
+async def test_a_deadline_that_passes_while_the_consumer_holds_an_event_ends_the_turn_cleanly(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """The turn's deadline passes while its consumer holds an event (as a blocked write does).
+
+    The consumer's own await is not cancelled by the turn's deadline; the turn
+    then ends with DeadlineExceeded, nothing is checkpointed, and the thread
+    takes a new turn at once (no lease outlives it). Written while chasing a
+    CI-rehearsal failure in which a timed-out turn's RPC ended UNKNOWN and the
+    event loop's finaliser later closed a still-running turn generator.
+    """
+    from diwaniya.errors import DeadlineExceeded
+    from majlis.requests import TurnRequest
+
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.1),
+                       ScriptedReply.text("أبشر"))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="held-u"))
+        thread_id = first[-1].thread_id
+        saver = svc.app.persistence.checkpointer
+        before = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        turn = svc.app.engine.run_turn(
+            TurnRequest(tenant="default", user_id="held-u", text="وين طلبي؟",
+                        thread_id=thread_id), timeout_s=1.0)
+        kinds: list[str] = []
+        with pytest.raises(DeadlineExceeded):
+            async for envelope in turn:
+                kinds.append(type(envelope.event).__name__)
+                if len(kinds) == 1:
+                    # Hold the first event past the deadline, as a blocked write does;
+                    # this sleep must not be cancelled by the turn's deadline.
+                    await asyncio.sleep(1.3)
+        await turn.aclose()
+        after = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        # The thread is free at once: no lease outlives the failed turn.
+        third = await collect(svc.client.send("شكرا", user_id="held-u", thread_id=thread_id))
+    assert kinds[0] == "TurnStarted"
+    assert len(after) == len(before) == 1
+    assert third[-1].HasField("turn_completed")
+
+
 def _count(listed: Any, thread_id: str) -> int:
     """The registry's turn count of ``thread_id`` (other tests share the user id)."""
     return next(t.turn_count for t in listed.threads if t.thread_id == thread_id)
