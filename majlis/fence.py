@@ -18,10 +18,11 @@ checkpoint can exist yet.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -32,6 +33,8 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+
+log = logging.getLogger("diwaniya.fence")
 
 
 @dataclass
@@ -97,6 +100,23 @@ def _pending_for(config: RunnableConfig) -> PendingCheckpoint | None:
     return None
 
 
+def _unfenced(what: str, config: RunnableConfig) -> NoReturn:
+    """Refuse a graph write made outside a turn's :func:`deferring` context.
+
+    Every checkpoint reaches the saver through a fenced commit
+    (``PendingCheckpoint.apply`` on the commit's own connection), never through
+    this saver. A write that arrives here without a pending checkpoint escaped
+    its turn — e.g. a graph stream closed by the garbage collector in another
+    context after its turn failed — and written through, it would become the
+    thread's latest checkpoint, unfenced: a fork. So it is refused, loudly.
+    """
+    thread_id = config["configurable"].get("thread_id", "?")
+    log.warning("refused an unfenced %s write for thread %s (outside a turn's commit)",
+                what, thread_id)
+    raise RuntimeError(f"unfenced {what} write for thread {thread_id} refused: graph "
+                       "writes are committed only through a turn's fenced commit")
+
+
 class DeferredSaver(BaseCheckpointSaver[Any]):
     """A saver that defers writes while a :class:`PendingCheckpoint` is active; else delegates."""
 
@@ -133,7 +153,7 @@ class DeferredSaver(BaseCheckpointSaver[Any]):
     ) -> RunnableConfig:
         pending = _pending_for(config)
         if pending is None:
-            return await self.inner.aput(config, checkpoint, metadata, new_versions)
+            _unfenced("checkpoint", config)
         pending.ops.append(("put", (config, checkpoint, metadata, new_versions)))
         pending.checkpoint = checkpoint
         return {"configurable": {
@@ -148,8 +168,7 @@ class DeferredSaver(BaseCheckpointSaver[Any]):
     ) -> None:
         pending = _pending_for(config)
         if pending is None:
-            await self.inner.aput_writes(config, writes, task_id, task_path)
-            return
+            _unfenced("pending writes", config)
         pending.ops.append(("writes", (config, list(writes), task_id, task_path)))
 
     async def adelete_thread(self, thread_id: str) -> None:
