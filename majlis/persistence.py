@@ -41,7 +41,8 @@ from majlis.records import CHECKPOINT_TYPES
 from majlis.retention import RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import ThreadStore
-from majlis.threads_sqlite import SqliteThreadStore, enable_wal
+from majlis.threads_sqlite import SqliteThreadStore
+from majlis.threads_sqlite_schema import enable_wal
 from majlis.turn_log import SqliteTurnEvents, TurnLog
 
 if TYPE_CHECKING:

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -50,7 +49,7 @@ from majlis.threads import (
     WaiterCounter,
     acquire_polling,
 )
-from majlis.threads_sqlite_schema import ADDED, DDL, LEASE_OWNER_COLUMNS
+from majlis.threads_sqlite_schema import ADDED, DDL, LEASE_OWNER_COLUMNS, enable_wal
 
 PRUNE_EVERY_S = 60.0
 
@@ -84,25 +83,6 @@ class _NoCommit:
 
 _COLS = "thread_id, tenant, user_id, title, created_at, updated_at, turn_count"
 _INSERT = f"INSERT INTO diwaniya_threads ({_COLS}, active_at) VALUES (?,?,?,?,?,?,?,?)"
-
-async def enable_wal(conn: aiosqlite.Connection, *, wait_s: float = 10.0) -> None:
-    """WAL journal (readers and the one writer overlap) and a 5 s busy timeout.
-
-    Switching to WAL needs the file to itself and SQLite does not always run
-    the busy handler for it, so two processes opening a fresh file at once can
-    get "database is locked": retry until ``wait_s``.
-    """
-    await conn.execute("PRAGMA busy_timeout=5000")
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            await conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.05)
-
 
 def _row(values: aiosqlite.Row) -> ThreadRow:
     return ThreadRow(

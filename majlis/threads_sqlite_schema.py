@@ -1,4 +1,4 @@
-"""The SQLite schema of the embedded thread store (majlis.threads_sqlite).
+"""The embedded thread store's SQLite schema and connection setup (majlis.threads_sqlite).
 
 Applied by ``SqliteThreadStore.migrate`` in one IMMEDIATE transaction; the
 columns added after the first release are added when ``PRAGMA table_info``
@@ -7,7 +7,13 @@ lacks them (ALTER TABLE has no IF NOT EXISTS in SQLite).
 
 from __future__ import annotations
 
-__all__ = ["ADDED", "DDL", "LEASE_OWNER_COLUMNS"]
+import asyncio
+import sqlite3
+import time
+
+import aiosqlite
+
+__all__ = ["ADDED", "DDL", "LEASE_OWNER_COLUMNS", "enable_wal"]
 
 DDL = """
 CREATE TABLE IF NOT EXISTS diwaniya_threads (
@@ -54,3 +60,22 @@ LEASE_OWNER_COLUMNS = (("owner_pid", "INTEGER NOT NULL DEFAULT 0"),
                        ("owner_boot", "TEXT NOT NULL DEFAULT ''"),
                        ("owner_start", "TEXT NOT NULL DEFAULT ''"),
                        ("owner_host", "TEXT NOT NULL DEFAULT ''"))
+
+
+async def enable_wal(conn: aiosqlite.Connection, *, wait_s: float = 10.0) -> None:
+    """WAL journal (readers and the one writer overlap) and a 5 s busy timeout.
+
+    Switching to WAL needs the file to itself and SQLite does not always run
+    the busy handler for it, so two processes opening a fresh file at once can
+    get "database is locked": retry until ``wait_s``.
+    """
+    await conn.execute("PRAGMA busy_timeout=5000")
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
