@@ -48,6 +48,7 @@ from service.auth import ApiKeyAuth, check_exposure
 from service.instrument import instrument
 from service.keys import dialect_identifier, search_key_function
 from service.knowledge import KnowledgeServicer
+from service.opening import Pending
 from service.server import Server, ServerOptions, ServerTls
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
@@ -71,25 +72,41 @@ class App:
         await self.persistence.ping()
 
     def server(self, *, listen: str | None = None, reuse_port: bool = False) -> Server:
-        s = self.settings
-        auth = ApiKeyAuth(s.api_keys, keys_file=s.api_keys_file, reload_s=s.api_keys_reload_s)
-        check_exposure(listen or s.listen, auth, allow_anonymous=s.allow_anonymous)
-        servicer = ConversationsServicer(self.engine, auth, self.draining)
-        knowledge = KnowledgeServicer(
-            self.store, auth,
-            UploadLimits(max_document_bytes=s.kb_max_document_bytes,
-                         max_upload_bytes=s.kb_max_upload_bytes), self.draining)
-        options = ServerOptions.from_settings(
-            s, listen=listen or s.listen, reuse_port=reuse_port,
-            tls=ServerTls.from_settings(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file,
-                                        s.tls_require_client_cert),
-            interceptors=self.telemetry.interceptors(auth.tenant) if self.telemetry else (),
-        )
-        return Server(servicer, self.ready, options, self.draining, knowledge)
+        return build_server(self.settings, Pending(self), self.draining, self.telemetry,
+                            listen=listen, reuse_port=reuse_port)
 
     async def close(self) -> None:
         """Close everything build_app opened; a second call does nothing."""
         await self.resources.aclose()
+
+
+def build_server(settings: Settings, app: Pending[App], draining: asyncio.Event,
+                 telemetry: Telemetry | None, *, listen: str | None = None,
+                 reuse_port: bool = False) -> Server:
+    """The gRPC server of ``app``, which may not be open yet (service.opening).
+
+    Until ``app`` is set, every RPC answers UNAVAILABLE with RetryInfo and
+    readiness NOT_SERVING; liveness is SERVING from the bind.
+    """
+    s = settings
+    auth = ApiKeyAuth(s.api_keys, keys_file=s.api_keys_file, reload_s=s.api_keys_reload_s)
+    check_exposure(listen or s.listen, auth, allow_anonymous=s.allow_anonymous)
+    servicer = ConversationsServicer(lambda: app.get().engine, auth, draining)
+    knowledge = KnowledgeServicer(
+        lambda: app.get().store, auth,
+        UploadLimits(max_document_bytes=s.kb_max_document_bytes,
+                     max_upload_bytes=s.kb_max_upload_bytes), draining)
+    options = ServerOptions.from_settings(
+        s, listen=listen or s.listen, reuse_port=reuse_port,
+        tls=ServerTls.from_settings(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file,
+                                    s.tls_require_client_cert),
+        interceptors=telemetry.interceptors(auth.tenant) if telemetry else (),
+    )
+
+    async def ready() -> None:
+        await app.get().ready()
+
+    return Server(servicer, ready, options, draining, knowledge)
 
 
 def model_config(settings: Settings, tenant: TenantSettings | None = None,
@@ -322,9 +339,17 @@ async def build_app(
         # Before anything is opened: a bad key backend must not leak a pool.
         keys = await asyncio.to_thread(search_key_function, settings, os.environ)
         # OTEL_* from the environment; a bad exporter name fails here, before any pool opens.
-        telemetry = telemetry or Telemetry.configure(
-            environ=os.environ, traces=settings.traces, metrics_listen=settings.metrics_listen)
-        stack.callback(telemetry.close)
+        given = telemetry is not None
+        telemetry = telemetry or configure_telemetry(settings)
+        built = False
+
+        def close_telemetry() -> None:
+            # A telemetry passed in outlives a failed build (serve retries the open
+            # with it, service.opening); once built, App.close closes it either way.
+            if built or not given:
+                telemetry.close()
+
+        stack.callback(close_telemetry)
         persistence = await open_persistence(settings)
         stack.push_async_callback(persistence.close)
         store = await open_memory(settings, keys)
@@ -364,8 +389,13 @@ async def build_app(
                 if t.injection_policy is not None}},
         )
         # Built: from here on the App owns the resources (App.close).
+        built = True
         return App(settings, engine, persistence, store, http, telemetry=telemetry,
                    resources=stack.pop_all(), budgets=budgets)
     raise AssertionError("unreachable")  # mypy: async with may swallow exceptions
 
 
+def configure_telemetry(settings: Settings) -> Telemetry:
+    """Tracing and metrics from OTEL_* and the settings (one per process)."""
+    return Telemetry.configure(environ=os.environ, traces=settings.traces,
+                               metrics_listen=settings.metrics_listen)

@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from diwaniya.errors import ConfigurationError, DiwaniyaError
+from diwaniya.errors import ConfigurationError, DiwaniyaError, StoreUnavailable
 from service.cli_tls import tls_arguments
 
 if TYPE_CHECKING:
     from diwaniya.client import AsyncClient
+    from service.app import App
     from service.settings import Settings
+    from service.telemetry import Telemetry
 
 
 def _positive(value: str) -> int:
@@ -108,7 +110,11 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.supervisor_pid:
         workers.die_with_parent(args.supervisor_pid)
-        priority.run(_serve(settings, args.listen, reuse_port=True),
+        # migrate_on_start is true here only when the supervisor could not reach
+        # PostgreSQL to migrate (_migrate_before_workers): each worker then
+        # migrates and re-keys itself, under the stores' advisory locks.
+        priority.run(_serve(settings, args.listen, reuse_port=True,
+                            rekey=settings.migrate_on_start),
                      lanes=settings.front_lane_loop)
         return 0
     n = args.workers or settings.workers or workers.cpu_quota_workers()
@@ -126,55 +132,116 @@ def _serve_command(settings: Settings, args: argparse.Namespace) -> int:
     # Refuse to start open, with unreadable keys/TLS files or a budget too small
     # for n processes — before a pool or a child process exists.
     preflight(settings, args.listen, workers=n)
+    tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
+    if tools_files - {None}:
+        # Checked once here, before the port is bound (build_app comes after the
+        # bind): one line, and not one per worker.
+        from service.app import load_webhooks
+
+        for path in tools_files:
+            load_webhooks(path)
     if n == 1:
         # build_app migrates; the re-key runs on the memory store it opened.
         priority.run(_serve(settings, args.listen, rekey=settings.migrate_on_start),
                      lanes=settings.front_lane_loop)
         return 0
-    tools_files = {t.tools_file for t in settings.tenants.values()} | {settings.tools_file}
-    if tools_files - {None}:
-        # Checked once here: otherwise each of the N workers prints the same error.
-        from service.app import load_webhooks
-
-        for path in tools_files:
-            load_webhooks(path)
-    if settings.migrate_on_start:
-        asyncio.run(_migrate(settings))
+    # The replica's connection budget is shared: each child gets its part.
+    child_env = {"DIWANIYA_PG_MAX_CONNECTIONS": str(settings.pg_max_connections // n)}
+    if settings.migrate_on_start and not asyncio.run(_migrate_before_workers(settings)):
+        child_env["DIWANIYA_MIGRATE_ON_START"] = "true"
     return workers.supervise(
         n, args.listen or settings.listen,
         stop_timeout_s=settings.drain_delay_s + settings.drain_grace_s + 15,
-        # The replica's connection budget is shared: each child gets its part.
-        child_env={"DIWANIYA_PG_MAX_CONNECTIONS": str(settings.pg_max_connections // n)})
+        child_env=child_env)
+
+
+async def _migrate_before_workers(settings: Settings) -> bool:
+    """The supervisor's one migration; False when PostgreSQL cannot be reached now.
+
+    Then the workers are started anyway — live, not ready, each waiting for the
+    database like a single process (service.opening) — and each migrates once
+    it answers: the migration and the re-key take advisory locks, so N at once
+    is safe (several replicas starting together do the same). A permanent
+    problem (a refused login, a bad URL) still exits 2 here.
+    """
+    dsn = settings.database_dsn()
+    if not dsn:
+        await _migrate(settings)
+        return True
+    from majlis.pg_budget import application_name
+    from majlis.pg_probe import describe, open_failure, probe_postgres
+
+    # One connection first: a refused one fails in milliseconds, where the
+    # migration's pool would wait its whole open timeout before saying so.
+    try:
+        await probe_postgres(dsn, connect_timeout_s=settings.pg_connect_timeout_s,
+                             application_name=application_name(settings.pg_application_name))
+        await _migrate(settings)
+        return True
+    except Exception as exc:
+        problem = open_failure(exc, retry_after_s=settings.retry_after_s)
+        if problem is None:
+            raise  # not the database: a bug keeps its traceback
+        if not isinstance(problem, StoreUnavailable):
+            raise problem from exc
+        logging.getLogger("diwaniya").warning(
+            "PostgreSQL at %s is not reachable (%s): starting the workers without migrating; "
+            "each waits for the database, live and not ready, and migrates when it answers. "
+            "Check DATABASE_URL and that the database is up", describe(dsn), problem.message)
+        return False
 
 
 async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = False,
                  rekey: bool = False) -> None:
-    """Build, re-key the memory store (``rekey``: before the first request), serve, close."""
+    """Bind, open the app (waiting for PostgreSQL if need be), re-key, serve, close.
+
+    The port is bound before the database is opened: a replica whose
+    PostgreSQL is down is live (health ``""`` SERVING) and not ready, answers
+    RPCs UNAVAILABLE and opens by itself when the database answers
+    (service.opening, docs/outages.md). ``diwaniya listening on`` is printed
+    once it serves; ``diwaniya waiting for the database`` while it waits.
+    """
     from service import heap
-    from service.app import build_app
+    from service.app import build_server, configure_telemetry
+    from service.opening import Pending
     from service.server import serve_until_signal, stop_on_signal
 
     stop = stop_on_signal()
-    # Tracing and metrics (OTEL_*, DIWANIYA_TRACES) are configured by build_app.
-    app = await build_app(settings)
+    # Before the app: the server's interceptors need it, and the metrics of a
+    # replica that waits for its database are worth seeing too.
+    telemetry = configure_telemetry(settings)
+    app: App | None = None
     try:
-        if rekey:
-            # On the store build_app opened, not one opened, set up and closed
-            # before it (~0.25 CPU-s of a SQLite start; a pool on PostgreSQL).
-            # Its session advisory lock still comes after the pooling check.
-            await _rekey_store(app.store)
-        if app.telemetry is not None and settings.metrics_listen:
-            metrics_port = app.telemetry.serve_metrics(_worker_metrics_listen(settings))
+        if settings.metrics_listen:
+            metrics_port = telemetry.serve_metrics(_worker_metrics_listen(settings))
             logging.getLogger("diwaniya").info("metrics on /metrics, port %d", metrics_port)
-        server = app.server(listen=listen, reuse_port=reuse_port)
+        pending: Pending[App] = Pending(retry_after_s=settings.retry_after_s)
+        draining = asyncio.Event()
+        server = build_server(settings, pending, draining, telemetry, listen=listen,
+                              reuse_port=reuse_port)
         try:
-            port = await server.start()
+            port = await server.start(opening=True)
         except (OSError, RuntimeError) as exc:
             # grpc says "Failed to bind …" as a RuntimeError: one line, status 2.
             raise ConfigurationError(
                 f"cannot listen on {listen or settings.listen} (in use, or not an address of "
                 "this host); set DIWANIYA_LISTEN or --listen") from exc
         host = (listen or settings.listen).rpartition(":")[0]
+        try:
+            app = await _open_app(settings, telemetry, stop, f"{host}:{port}")
+        except BaseException:
+            await server.stop()
+            raise
+        if app is None:  # SIGTERM while waiting: never ready, so no drain delay
+            await server.drain(delay=0)
+            return
+        if rekey:
+            # On the store the app opened, not one opened, set up and closed
+            # before it (~0.25 CPU-s of a SQLite start; a pool on PostgreSQL).
+            # Its session advisory lock still comes after the pooling check.
+            await _rekey_store(app.store)
+        pending.set(app)
+        await server.check_ready()  # readiness now, not at the next interval
         logging.getLogger("diwaniya").info(
             "serving diwaniya.v1.Conversations on %s:%d (%s, %s)", host, port,
             app.persistence.backend, "model" if settings.model_base_url else "offline responder")
@@ -186,7 +253,35 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
         heap.settle()
         await serve_until_signal(server, stop)
     finally:
-        await app.close()
+        if app is not None:
+            await app.close()  # closes the telemetry too
+        else:
+            telemetry.close()
+
+
+async def _open_app(settings: Settings, telemetry: Telemetry, stop: asyncio.Event,
+                    target: str) -> App | None:
+    """build_app; on PostgreSQL, retried until the database answers (None: stopped first)."""
+    from majlis.pg_budget import application_name
+    from majlis.pg_probe import describe, probe_postgres
+    from service.app import build_app
+    from service.opening import open_when_reachable
+    from service.workers import WAITING_PREFIX
+
+    dsn = settings.database_dsn()
+    if not dsn:  # SQLite: nothing to wait for, every failure is final
+        return await build_app(settings, telemetry=telemetry)
+
+    async def probe() -> None:
+        await probe_postgres(dsn, connect_timeout_s=settings.pg_connect_timeout_s,
+                             application_name=application_name(settings.pg_application_name))
+
+    def waiting() -> None:
+        print(f"{WAITING_PREFIX}{target}", flush=True)
+
+    return await open_when_reachable(
+        lambda: build_app(settings, telemetry=telemetry), probe=probe, stop=stop,
+        where=describe(dsn), on_waiting=waiting, retry_after_s=settings.retry_after_s)
 
 
 def _worker_metrics_listen(settings: Settings) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -47,17 +47,24 @@ _WIRE_FORMATS = {"markdown": kpb.DOCUMENT_FORMAT_MARKDOWN, "text": kpb.DOCUMENT_
 
 
 class KnowledgeServicer(kpb_grpc.KnowledgeServicer):
-    def __init__(self, store: MemoryStore, auth: ApiKeyAuth, limits: kb.UploadLimits,
-                 draining: asyncio.Event | None = None) -> None:
-        self._store = store
+    def __init__(self, store: Callable[[], MemoryStore], auth: ApiKeyAuth,
+                 limits: kb.UploadLimits, draining: asyncio.Event | None = None) -> None:
+        # Asked for on every call, as the Conversations servicer's engine (service.opening).
+        self._store_of = store
         self._auth = auth
         self._limits = limits
         self._draining = draining or asyncio.Event()
 
+    @property
+    def _store(self) -> MemoryStore:
+        return self._store_of()
+
     def _tenant(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
         if self._draining.is_set():
             raise Unavailable("this replica is shutting down; retry, another replica will serve")
-        return self._auth.tenant(context.invocation_metadata())
+        tenant = self._auth.tenant(context.invocation_metadata())
+        self._store_of()  # not open yet: UNAVAILABLE with RetryInfo
+        return tenant
 
     @staticmethod
     async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> None:
@@ -99,8 +106,9 @@ class KnowledgeServicer(kpb_grpc.KnowledgeServicer):
         self, request: kpb.ListDocumentsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> kpb.ListDocumentsResponse:
         try:
+            tenant = self._tenant(context)  # first: auth and draining before the store
             docs, token = await kb.list_documents(
-                self._store, self._tenant(context), page_size=request.page_size,
+                self._store, tenant, page_size=request.page_size,
                 page_token=request.page_token)
             return kpb.ListDocumentsResponse(
                 documents=[kpb.DocumentSummary(
@@ -115,7 +123,8 @@ class KnowledgeServicer(kpb_grpc.KnowledgeServicer):
         self, request: kpb.GetDocumentRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> kpb.Document:
         try:
-            d = await kb.get_document(self._store, self._tenant(context), request.id)
+            tenant = self._tenant(context)
+            d = await kb.get_document(self._store, tenant, request.id)
             return kpb.Document(
                 id=d.id, title=d.title, text=d.text, format=_WIRE_FORMATS[d.fmt],
                 metadata=dict(d.metadata), chunk_count=d.chunk_count, updated_at=_timestamp(d))
@@ -127,8 +136,8 @@ class KnowledgeServicer(kpb_grpc.KnowledgeServicer):
         self, request: kpb.DeleteDocumentsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> kpb.DeleteDocumentsResponse:
         try:
-            deleted, missing = await kb.remove_documents(
-                self._store, self._tenant(context), list(request.ids))
+            tenant = self._tenant(context)
+            deleted, missing = await kb.remove_documents(self._store, tenant, list(request.ids))
             return kpb.DeleteDocumentsResponse(deleted=deleted, missing=missing)
         except Exception as exc:
             await self._abort(context, exc)

@@ -228,10 +228,17 @@ class Server:
             self._health_server = grpc.aio.server(options=reuse)
             health_pb2_grpc.add_HealthServicer_to_server(self.health, self._health_server)
         self._watch: asyncio.Task[None] | None = None
+        self._was_ready: bool | None = None  # the last readiness check's answer
         self.port = 0
         self.health_port = 0
 
-    async def start(self) -> int:
+    async def start(self, *, opening: bool = False) -> int:
+        """Bind and serve; returns the port.
+
+        ``opening``: the app is not open yet (service.opening) — readiness starts
+        NOT_SERVING without a check, and says nothing until the app has opened
+        (a start-up's wait is logged once, by service.opening, not per check).
+        """
         if self._credentials is None:
             self.port = self._server.add_insecure_port(self._options.listen)
         else:
@@ -254,7 +261,11 @@ class Server:
         finally:
             priority.FIRST_RESPONSE.reset(token)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self._check_ready()
+        if opening:
+            self._was_ready = False
+            await self._set_ready(health_pb2.HealthCheckResponse.NOT_SERVING)
+        else:
+            await self.check_ready()
         self._watch = asyncio.create_task(self._watch_readiness())
         return self.port
 
@@ -267,20 +278,28 @@ class Server:
         """
         await self.health.set(SERVICE_NAME, status)
 
-    async def _check_ready(self) -> None:
+    async def check_ready(self) -> None:
+        """Ask the database now and set readiness (also every ``readiness_interval_s``)."""
         try:
             await asyncio.wait_for(self._ready(), timeout=5)
             status = health_pb2.HealthCheckResponse.SERVING
         except Exception as exc:
-            log.warning("not ready: %s", exc)
+            # Once per change, not every interval: an outage (or a start-up that
+            # waits for its database, service.opening) is one line, not one a probe.
+            if self._was_ready is not False:
+                log.warning("not ready: %s", exc)
             status = health_pb2.HealthCheckResponse.NOT_SERVING
+        else:
+            if self._was_ready is False:
+                log.info("ready: the database answers")
+        self._was_ready = status == health_pb2.HealthCheckResponse.SERVING
         if not self._draining.is_set():
             await self._set_ready(status)
 
     async def _watch_readiness(self) -> None:
         while True:
             await asyncio.sleep(self._options.readiness_interval_s)
-            await self._check_ready()
+            await self.check_ready()
 
     async def drain(self, grace: float | None = None, *, delay: float | None = None) -> None:
         """NOT_SERVING → (delay, still serving) → refuse new RPCs → open ones get ``grace``.
@@ -300,6 +319,17 @@ class Server:
         await asyncio.sleep(delay)
         self._draining.set()
         await self._server.stop(grace)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
+
+    async def stop(self) -> None:
+        """Stop at once, without a drain: a start-up that failed after the bind."""
+        if self._watch:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        self._draining.set()
+        await self._server.stop(0)
         if self._health_server is not None:
             await self._health_server.stop(0)
 

@@ -65,9 +65,13 @@ async def detached(source: AsyncGenerator[Envelope, None],
 
 
 class ConversationsServicer(pb_grpc.ConversationsServicer):
-    def __init__(self, engine: ConversationEngine, auth: ApiKeyAuth,
+    """``engine`` is asked for on every call: a replica that started while its
+    database was down serves before the engine exists (service.opening.Pending
+    raises UNAVAILABLE until then)."""
+
+    def __init__(self, engine: Callable[[], ConversationEngine], auth: ApiKeyAuth,
                  draining: asyncio.Event | None = None) -> None:
-        self._engine = engine
+        self._engine_of = engine
         self._auth = auth
         self._draining = draining or asyncio.Event()
         # Resumable turns still running after their stream dropped (held so
@@ -75,11 +79,18 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         self._detached: set[asyncio.Task[None]] = set()
 
     # ----------------------------------------------------------- helpers
+    @property
+    def _engine(self) -> ConversationEngine:
+        return self._engine_of()
+
     def _tenant(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        """The caller's tenant, after the checks every RPC makes first (draining, open)."""
         if self._draining.is_set():
             raise Unavailable("this replica is shutting down; retry, another replica will serve",
                               reason="SHUTTING_DOWN")
-        return self._auth.tenant(context.invocation_metadata())
+        tenant = self._auth.tenant(context.invocation_metadata())
+        self._engine_of()  # not open yet: UNAVAILABLE with RetryInfo, before any work
+        return tenant
 
     @staticmethod
     def _timeout(context: grpc.aio.ServicerContext[Any, Any]) -> float | None:

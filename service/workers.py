@@ -12,7 +12,7 @@ service, its own drain.  The parent only
 * runs the migrations once, so N children do not race on them;
 * forwards SIGTERM/SIGINT to every child and waits for their drains, exiting 0
   only when every child exited 0;
-* watches the children: one that exits before it is ready makes the whole
+* watches the children: one that exits before it has bound its port makes the whole
   supervisor stop (a start-up error is not fixed by retrying — the operator
   sees the child's message and exit code); one that dies after serving is
   restarted, unless children died ``MAX_DEATHS`` times within
@@ -50,6 +50,8 @@ MAX_DEATHS = 3
 DEATH_WINDOW_S = 60.0
 START_TIMEOUT_S = 120.0
 READY_PREFIX = "diwaniya listening on "
+# A worker whose database is down at start: bound and live, not ready (service.opening).
+WAITING_PREFIX = "diwaniya waiting for the database, live on "
 _PR_SET_PDEATHSIG = 1
 
 
@@ -119,6 +121,8 @@ class _Child:
     index: int
     proc: asyncio.subprocess.Process
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    # Bound and live: ready, or waiting for its database (WAITING_PREFIX).
+    started: asyncio.Event = field(default_factory=asyncio.Event)
     pump: asyncio.Task[None] | None = None
 
 
@@ -160,13 +164,18 @@ class Supervisor:
             line = raw.decode("utf-8", "replace")
             if line.startswith(READY_PREFIX) and not child.ready.is_set():
                 child.ready.set()
+                child.started.set()
+                continue
+            if line.startswith(WAITING_PREFIX) and not child.started.is_set():
+                child.started.set()
                 continue
             sys.stdout.write(line)
             sys.stdout.flush()
 
     async def _wait_ready(self, child: _Child) -> int | None:
-        """None when ready; the exit code when the child ended first."""
-        ready = asyncio.create_task(child.ready.wait())
+        """None when started (ready, or live and waiting for its database); the exit
+        code when the child ended first."""
+        ready = asyncio.create_task(child.started.wait())
         exited = asyncio.create_task(child.proc.wait())
         done, _ = await asyncio.wait({ready, exited}, timeout=START_TIMEOUT_S,
                                      return_when=asyncio.FIRST_COMPLETED)
@@ -196,14 +205,25 @@ class Supervisor:
                 return failed
             if reserved is not None:
                 reserved.close()
-            print(f"{READY_PREFIX}{self._listen}", flush=True)
-            log.info("%d workers serving on %s", self._n, self._listen)
-            return await self._watch(stop)
+            announce = asyncio.create_task(self._announce())
+            try:
+                return await self._watch(stop)
+            finally:
+                announce.cancel()
         finally:
             if reserved is not None:
                 reserved.close()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
+
+    async def _announce(self) -> None:
+        """The supervisor's own lines: waiting while any first worker waits, then listening."""
+        first = list(self._children.values())
+        if not all(c.ready.is_set() for c in first):
+            print(f"{WAITING_PREFIX}{self._listen}", flush=True)
+            await asyncio.gather(*(c.ready.wait() for c in first))
+        print(f"{READY_PREFIX}{self._listen}", flush=True)
+        log.info("%d workers serving on %s", self._n, self._listen)
 
     async def _watch(self, stop: asyncio.Event) -> int:
         stopping = asyncio.create_task(stop.wait())

@@ -108,7 +108,10 @@ class ServeProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.target = ""
 
-    def start(self) -> str:
+    def start(self, *, until: tuple[str, ...] = ("diwaniya listening on ",),
+              args: tuple[str, ...] = ()) -> str:
+        """Start it and wait for the first line starting with one of ``until``; its
+        target (the last word). ``args`` are added to ``serve``'s (e.g. --workers 2)."""
         # One process unless the test asks for more: without it `serve` starts a
         # supervisor and a worker per CPU (tests/service/test_workers.py tests those),
         # three processes' start-up CPU here, and kill()/stop() signal the whole group.
@@ -117,7 +120,7 @@ class ServeProcess:
             env.pop("DATABASE_URL", None)
             env.pop("DIWANIYA_DATABASE_URL", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--listen", "127.0.0.1:0"],
+            [sys.executable, "-m", "service", "serve", "--listen", "127.0.0.1:0", *args],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         lines: queue.Queue[str | None] = queue.Queue()
@@ -142,7 +145,7 @@ class ServeProcess:
                 self.kill()
                 raise RuntimeError(f"serve did not start; see {self._log}:\n"
                                    f"{self._log.read_text(encoding='utf-8')[-3000:]}")
-            if line.startswith("diwaniya listening on "):
+            if line.startswith(until):
                 self.target = line.split()[-1]
                 return self.target
 

@@ -25,6 +25,7 @@ from diwaniya.errors import ConfigurationError
 from service import Settings, build_app
 from service.cli import main
 from service.settings import env_names, unknown_variables
+from tests.conftest import ADMIN_DSN
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -113,9 +114,9 @@ def test_several_bad_values_are_named_on_the_same_line(
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_bad_tools_file_stops_build_app_with_one_line(tmp_path: Path, workers: str) -> None:
-    """Past the settings check (valid JSON), the tools are rejected inside build_app,
-    after the stores are open: the process must still exit, with status 2. With
-    several workers the supervisor checks them first (one line, not one per worker)."""
+    """Past the settings check (valid JSON), the tools are rejected before the port
+    is bound and the stores are opened: the process exits with status 2, one line.
+    With several workers the supervisor checks them (one line, not one per worker)."""
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([{"name": 1}]), encoding="utf-8")
     line = _one_line(_run(tmp_path, "serve", DIWANIYA_TOOLS_FILE=str(tools),
@@ -190,3 +191,16 @@ def test_the_entry_point_warns_about_an_unknown_variable(tmp_path: Path) -> None
     assert len(warnings) == 1
     assert warnings[0].endswith("DIWANIYA_DEFAULT_TIMEZON is not a setting and is ignored; "
                                 "did you mean DIWANIYA_DEFAULT_TIMEZONE?")
+
+
+@pytest.mark.postgres
+def test_a_refused_login_is_not_waited_out(tmp_path: Path) -> None:
+    """A start-up whose database is down waits, live and not ready (tests/chaos/
+    test_start_without_db.py); one whose login is refused exits 2 with the reason:
+    no amount of waiting fixes a role that does not exist (majlis.pg_probe)."""
+    host = ADMIN_DSN.split("@", 1)[-1].rsplit("/", 1)[0]
+    proc = _run(tmp_path, "serve", DATABASE_URL=f"postgresql://diwaniya_no_such_role@{host}/x",
+                DIWANIYA_LOG_LEVEL="ERROR")
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("diwaniya: ")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(ours) == 1 and "refused the login (SQLSTATE 28000" in ours[0], proc.stderr
