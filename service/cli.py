@@ -229,17 +229,18 @@ async def _serve(settings: Settings, listen: str | None, *, reuse_port: bool = F
         host = (listen or settings.listen).rpartition(":")[0]
         try:
             app = await _open_app(settings, telemetry, stop, f"{host}:{port}")
+            if app is not None and rekey:
+                # On the store the app opened, not one opened, set up and closed
+                # before it (~0.25 CPU-s of a SQLite start; a pool on PostgreSQL).
+                # Its session advisory lock still comes after the pooling check.
+                # Still pending meanwhile: RPCs UNAVAILABLE until it is done.
+                await _rekey_store(app.store)
         except BaseException:
             await server.stop()
             raise
         if app is None:  # SIGTERM while waiting: never ready, so no drain delay
             await server.drain(delay=0)
             return
-        if rekey:
-            # On the store the app opened, not one opened, set up and closed
-            # before it (~0.25 CPU-s of a SQLite start; a pool on PostgreSQL).
-            # Its session advisory lock still comes after the pooling check.
-            await _rekey_store(app.store)
         pending.set(app)
         await server.check_ready()  # readiness now, not at the next interval
         logging.getLogger("diwaniya").info(

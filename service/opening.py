@@ -60,7 +60,8 @@ class Pending(Generic[T]):
         if self._value is None:
             # No driver detail here: the caller learns what to do, the log says why.
             raise StoreUnavailable(
-                "the service has not reached its database yet; retry in a few seconds",
+                "the service is starting and its database is not open yet; retry in a few "
+                "seconds",
                 retry_after_s=self._retry_after_s)
         return self._value
 
