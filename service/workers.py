@@ -218,10 +218,15 @@ class Supervisor:
 
     async def _announce(self) -> None:
         """The supervisor's own lines: waiting while any first worker waits, then listening."""
-        first = list(self._children.values())
-        if not all(c.ready.is_set() for c in first):
+        if not all(c.ready.is_set() for c in self._children.values()):
             print(f"{WAITING_PREFIX}{self._listen}", flush=True)
-            await asyncio.gather(*(c.ready.wait() for c in first))
+            # The current children each round: one that died waiting is replaced
+            # (_watch), and its replacement is the one to wait for.
+            while waiting := [c for c in self._children.values() if not c.ready.is_set()]:
+                waits = [asyncio.create_task(c.ready.wait()) for c in waiting]
+                await asyncio.wait(waits, timeout=1.0)
+                for task in waits:
+                    task.cancel()
         print(f"{READY_PREFIX}{self._listen}", flush=True)
         log.info("%d workers serving on %s", self._n, self._listen)
 
