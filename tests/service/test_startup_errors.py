@@ -194,13 +194,15 @@ def test_the_entry_point_warns_about_an_unknown_variable(tmp_path: Path) -> None
 
 
 @pytest.mark.postgres
-def test_a_refused_login_is_not_waited_out(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_refused_login_is_not_waited_out(tmp_path: Path, workers: str) -> None:
     """A start-up whose database is down waits, live and not ready (tests/chaos/
     test_start_without_db.py); one whose login is refused exits 2 with the reason:
-    no amount of waiting fixes a role that does not exist (majlis.pg_probe)."""
+    no amount of waiting fixes a role that does not exist (majlis.pg_probe). With
+    several workers the supervisor's probe says so before any worker starts."""
     host = ADMIN_DSN.split("@", 1)[-1].rsplit("/", 1)[0]
     proc = _run(tmp_path, "serve", DATABASE_URL=f"postgresql://diwaniya_no_such_role@{host}/x",
-                DIWANIYA_LOG_LEVEL="ERROR")
+                DIWANIYA_LOG_LEVEL="ERROR", DIWANIYA_WORKERS=workers)
     ours = [line for line in proc.stderr.splitlines() if line.startswith("diwaniya: ")]
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert len(ours) == 1 and "refused the login (SQLSTATE 28000" in ours[0], proc.stderr
