@@ -86,6 +86,16 @@ def pg_dsn() -> Iterator[str]:
         yield dsn
 
 
+@pytest.fixture
+def own_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    """DSN of a database of this test's own, dropped (forcibly) after it: for what the
+    session database cannot show — an empty database, a schema or a setting from an
+    older release, backends terminated without touching other tests' connections."""
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    with fresh_database(f"diwaniya_{module}") as dsn:
+        yield dsn
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The read-only ../shared/data folder."""
