@@ -52,24 +52,31 @@ def settings_for(backend: str, tmp_path: Path, request: pytest.FixtureRequest
     return make
 
 
+@asynccontextmanager
+async def running(settings: Settings, *, clock: Any = None, model: Any = None,
+                  **client_options: Any) -> AsyncIterator[Running]:
+    """The app built on ``settings`` (at DEFAULT_TIME unless ``clock``), its server
+    started on ``settings.listen`` and a client of it; drained and closed after.
+    Also used by the tests that build their own settings (tests/chaos, rich errors)."""
+    app = await build_app(settings, clock=clock or FixedClock(DEFAULT_TIME), model=model)
+    server = app.server()
+    await server.start()
+    client = DiwaniyaClient(f"127.0.0.1:{server.port}", **client_options)
+    try:
+        yield Running(app, server, client, settings)
+    finally:
+        await client.close()
+        await server.drain(0, delay=0)
+        await app.close()
+
+
 @pytest.fixture
 def run_service(settings_for: Callable[..., Settings]
                 ) -> Callable[..., Any]:
     """``async with run_service(**settings) as svc`` — a started server and a client."""
 
-    @asynccontextmanager
-    async def start(*, clock: Any = None, **overrides: Any) -> AsyncIterator[Running]:
-        settings = settings_for(**overrides)
-        app = await build_app(settings, clock=clock or FixedClock(DEFAULT_TIME))
-        server = app.server()
-        await server.start()
-        client = DiwaniyaClient(f"127.0.0.1:{server.port}")
-        try:
-            yield Running(app, server, client, settings)
-        finally:
-            await client.close()
-            await server.drain(0, delay=0)
-            await app.close()
+    def start(*, clock: Any = None, **overrides: Any) -> Any:
+        return running(settings_for(**overrides), clock=clock)
 
     return start
 
