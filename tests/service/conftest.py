@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -9,11 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from majlis.culture import FixedClock
 from service import App, DiwaniyaClient, Server, Settings, build_app
-from tests.fakes import ScriptedOpenAIServer
+from tests.fakes import ScriptedOpenAIServer, WebhookServer
 
 # A fixed, ordinary Sunday morning in Kuwait (no season, no national day).
 DEFAULT_TIME = datetime(2026, 11, 1, 7, 30, tzinfo=UTC)
@@ -88,9 +90,29 @@ def openai_server() -> Iterator[ScriptedOpenAIServer]:
     server.close()
 
 
+@pytest.fixture
+def webhook_server() -> Iterator[WebhookServer]:
+    """A real HTTP server standing for a tenant's backend (webhook tools, handoff notices)."""
+    server = WebhookServer()
+    yield server
+    server.close()
+
+
 async def collect(call: Any) -> list[Any]:
     return [event async for event in call]
 
 
 def kinds(events: list[Any]) -> list[str]:
     return [e.WhichOneof("event") for e in events]
+
+
+def take_over(svc: Running, backend: str, thread_id: str) -> None:
+    """Do to the running turn's fencing token what a successor's lock acquisition does
+    (docs/fencing.md): a turn that then commits is refused."""
+    if backend == "postgres":
+        with psycopg.connect(svc.settings.database_dsn(), autocommit=True) as conn:
+            conn.execute("UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
+                         " WHERE thread_id = %s", (thread_id,))
+    else:
+        with sqlite3.connect(svc.settings.data_dir / "threads.sqlite3") as conn:
+            conn.execute("DELETE FROM diwaniya_thread_leases WHERE thread_id = ?", (thread_id,))
