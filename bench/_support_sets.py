@@ -19,7 +19,9 @@ a thread). Blank lines and lines starting with ``#`` are skipped.
 
 Also here: :func:`served`, the service on its embedded default with the benches'
 clock, and :func:`turn`, one SendMessage read from its events — the end-to-end
-benches (support.py, support_misses.py, answer_gate_loso.py) run the sets against it.
+benches (support.py, support_misses.py, answer_gate_loso.py) run the sets against it;
+:func:`recall_chunks`, what the recall step hands the responder, for the benches
+that replay the responder's stages; :func:`save_result`, a keyed results file.
 A bench script imports this as ``bench._support_sets`` once its preamble has put
 the repository (not bench/, whose nlp.py would shadow the package) on sys.path.
 """
