@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,7 +15,6 @@ import pytest
 
 from majlis.culture import FixedClock
 from service import App, DiwaniyaClient, Server, Settings, build_app
-from tests.fakes import ScriptedOpenAIServer, WebhookServer
 
 # A fixed, ordinary Sunday morning in Kuwait (no season, no national day).
 DEFAULT_TIME = datetime(2026, 11, 1, 7, 30, tzinfo=UTC)
@@ -81,21 +80,6 @@ def run_service(settings_for: Callable[..., Settings]
         return running(settings_for(**overrides), clock=clock)
 
     return start
-
-
-@pytest.fixture
-def openai_server() -> Iterator[ScriptedOpenAIServer]:
-    server = ScriptedOpenAIServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def webhook_server() -> Iterator[WebhookServer]:
-    """A real HTTP server standing for a tenant's backend (webhook tools, handoff notices)."""
-    server = WebhookServer()
-    yield server
-    server.close()
 
 
 async def collect(call: Any) -> list[Any]:
