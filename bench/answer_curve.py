@@ -34,11 +34,11 @@ sys.path.insert(0, str(_HERE.parent))
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
 import tempfile  # noqa: E402
 from typing import Any  # noqa: E402
 
 import nlp  # noqa: E402
+from bench._support_sets import DATA, TENANT, load, norm, recall_chunks  # noqa: E402
 from majlis.models import Citation, OfflineResponder, Recalled, ResponderContext  # noqa: E402
 from memory import Kind, MemoryStore, NewRecord, kb, open_store  # noqa: E402
 
@@ -47,37 +47,26 @@ OFFSETS = (-0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3)
 LEADS = (2.0, 3.0, 5.0, 10.0, 99.0)  # 99: off (Answer.lead is capped at 10)
 BARS = {"dialect_grounding_threshold": 0.6, "dialect_plain_grounding_threshold": 0.7,
         "dialect_typed_grounding_threshold": 0.5}
-K = 5  # chunks recalled per turn (majlis.nodes.recall.RECALL_DOCUMENTS)
 
 # (question, gold fact or None for unanswerable, recalled chunks)
 Case = tuple[str, str | None, tuple[Recalled, ...]]
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def _rows(path: Path) -> list[list[str]]:
-    return [line.rstrip("\n").split("\t") for line in path.open(encoding="utf-8")
-            if line.strip() and not line.startswith("#")]
-
-
 async def _recall(store: MemoryStore, tenant: str, text: str) -> tuple[Recalled, ...]:
-    hits = await store.search(tenant, text, kinds={Kind.DOCUMENT}, k=K)
-    return tuple(Recalled(h.record.id, "document", h.record.title, h.record.text, h.snippet,
-                          float(h.score)) for h in hits)
+    return tuple(await recall_chunks(store, text, tenant=tenant))
 
 
 async def support_cases(folder: Path, tmp: Path) -> list[Case]:
+    support_set = load(folder)
     store = await open_store(None, sqlite_path=tmp / f"{folder.name}.sqlite3",
                              keys=nlp.key_function("builtin"), bridge=True)
     try:
-        await kb.ingest_files(store, "support", sorted((folder / "docs").glob("*.md")))
+        await kb.ingest_files(store, TENANT, support_set.docs)
         cases: list[Case] = []
-        for row in _rows(folder / "questions.tsv"):
-            cases.append((row[4], row[3], await _recall(store, "support", row[4])))
-        for row in _rows(folder / "unanswerable.tsv"):
-            cases.append((row[2], None, await _recall(store, "support", row[2])))
+        for q in support_set.questions:
+            cases.append((q.text, q.gold, await _recall(store, TENANT, q.text)))
+        for u in support_set.unanswerable:
+            cases.append((u.text, None, await _recall(store, TENANT, u.text)))
         return cases
     finally:
         await store.close()
@@ -116,7 +105,7 @@ def score(responder: OfflineResponder, cases: list[Case]) -> tuple[float, float,
     for text, gold, recalled in cases:
         extras: list[Any] = []
         ctx = ResponderContext(user_text=text, region="msa", is_request=True, recalled=recalled)
-        reply = _norm(responder._answer(ctx, extras))  # the knowledge-base part of compose
+        reply = norm(responder._answer(ctx, extras))  # the knowledge-base part of compose
         quoted = any(isinstance(e, Citation) for e in extras)
         if quoted:
             lengths.append(len(reply))
@@ -125,7 +114,7 @@ def score(responder: OfflineResponder, cases: list[Case]) -> tuple[float, float,
             abstained += not quoted
         else:
             answerable += 1
-            right += any(_norm(g) in reply for g in gold.split("\x00") if g)
+            right += any(norm(g) in reply for g in gold.split("\x00") if g)
     return (right / max(answerable, 1), abstained / max(unanswerable, 1),
             sum(lengths) / max(len(lengths), 1))
 
@@ -133,30 +122,26 @@ def score(responder: OfflineResponder, cases: list[Case]) -> tuple[float, float,
 async def run(data: Path, arcd_limit: int | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        support = [c for s in SETS for c in await support_cases(_HERE / "data" / "support" / s,
-                                                                  tmp)]
+        support = [c for s in SETS for c in await support_cases(DATA / s, tmp)]
         arcd_all, arcd_half = await arcd_cases(data, tmp, arcd_limit)
-    curve = []
-    for offset in OFFSETS:
-        responder = OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
-                                     dialect_cue=nlp.has_dialect_words,
-                                     **{k: v + offset for k, v in BARS.items()})
-        answers, abstention, chars = score(responder, support)
-        span, _, _ = score(responder, arcd_all)
-        _, arcd_abstention, _ = score(responder, arcd_half)
-        curve.append({"offset": offset, "answers": round(answers, 4),
-                      "abstention": round(abstention, 4), "answer_chars": round(chars, 1),
-                      "arcd_span": round(span, 4), "arcd_abstention": round(arcd_abstention, 4)})
-    leads = []
-    for lead in LEADS:
-        responder = OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
-                                     dialect_cue=nlp.has_dialect_words, lead_threshold=lead)
-        answers, abstention, chars = score(responder, support)
-        span, _, _ = score(responder, arcd_all)
-        _, arcd_abstention, _ = score(responder, arcd_half)
-        leads.append({"lead_threshold": lead, "answers": round(answers, 4),
-                      "abstention": round(abstention, 4), "answer_chars": round(chars, 1),
-                      "arcd_span": round(span, 4), "arcd_abstention": round(arcd_abstention, 4)})
+
+    # A point of either curve: the support sets and ARCD through one responder's bars.
+    def measured(at: OfflineResponder) -> dict[str, float]:
+        answers, abstention, chars = score(at, support)
+        span, _, _ = score(at, arcd_all)
+        _, arcd_abstention, _ = score(at, arcd_half)
+        return {"answers": round(answers, 4), "abstention": round(abstention, 4),
+                "answer_chars": round(chars, 1), "arcd_span": round(span, 4),
+                "arcd_abstention": round(arcd_abstention, 4)}
+
+    def responder(**bars: Any) -> OfflineResponder:
+        return OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
+                                dialect_cue=nlp.has_dialect_words, **bars)
+
+    curve = [{"offset": offset, **measured(responder(**{k: v + offset for k, v in BARS.items()}))}
+             for offset in OFFSETS]
+    leads = [{"lead_threshold": lead, **measured(responder(lead_threshold=lead))}
+             for lead in LEADS]
     return {"support_questions": sum(g is not None for _, g, _ in support),
             "support_unanswerable": sum(g is None for _, g, _ in support),
             "arcd_answerable": len(arcd_all), "arcd_held_out": len(arcd_half),

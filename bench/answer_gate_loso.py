@@ -36,7 +36,6 @@ sys.path.insert(0, str(_HERE.parent))
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import tempfile  # noqa: E402
@@ -46,21 +45,22 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 import nlp  # noqa: E402
+from bench._support_sets import (  # noqa: E402
+    DATA,
+    SETS,
+    TENANT,
+    load,
+    norm,
+    recall_chunks,
+    served,
+)
 from majlis.models import support as support_rules  # noqa: E402
 from majlis.models.answers import MSA_CHUNKS, Answer, document_lead, select_answer  # noqa: E402
 from majlis.models.grounding import FEATURES, gate_features  # noqa: E402
 from majlis.models.offline import OfflineResponder  # noqa: E402
 from majlis.models.types import Recalled  # noqa: E402
-from majlis.nodes.recall import RECALL_DOCUMENTS  # noqa: E402
-from memory import Kind, kb  # noqa: E402
+from memory import kb  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("support_bench", _HERE / "support.py")
-assert _spec is not None and _spec.loader is not None
-_bench = importlib.util.module_from_spec(_spec)
-sys.modules["support_bench"] = _bench
-_spec.loader.exec_module(_bench)
-SETS, TENANT, load, served, _norm = (_bench.SETS, _bench.TENANT, _bench.load, _bench.served,
-                                     _bench._norm)
 STAGES = ("top", "wide", "first")
 
 
@@ -71,27 +71,25 @@ def _stage(found: Answer | None, asked: str, pool: list[Recalled], gold: str,
     feats = gate_features(asked, found.sentences, found.source, pool, lead=found.lead,
                           strength=found.strength, keys=responder._keys,
                           stop=responder._stop, expand=responder._expand)
-    return {"old": responder._grounded(found), "gold": bool(gold) and gold in _norm(found.text),
+    return {"old": responder._grounded(found), "gold": bool(gold) and gold in norm(found.text),
             "dialect": found.dialect, "title_share": found.title_share, "f": feats,
             "text": found.text, "doc": found.source.id}
 
 
 async def extract(folder: Path) -> list[dict[str, Any]]:
     """One row per question: its stages' answers (None when a stage gives none)."""
-    docs, questions, unanswerable, _threads = load(folder)
+    support_set = load(folder)
     responder = OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
                                  dialect_cue=nlp.has_dialect_words)
     rows: list[dict[str, Any]] = []
-    items = [(q.text, _norm(q.gold)) for q in questions] + [(u[-1], "") for u in unanswerable]
+    items = ([(q.text, norm(q.gold)) for q in support_set.questions]
+             + [(u.text, "") for u in support_set.unanswerable])
     with tempfile.TemporaryDirectory() as tmp_name:
         async with served(Path(tmp_name)) as (app, _client):
-            await kb.ingest_files(app.store, TENANT, docs)
+            await kb.ingest_files(app.store, TENANT, support_set.docs)
             for text, gold in items:
                 asked = support_rules.business_text(text)
-                hits = await app.store.search(TENANT, text, kinds={Kind.DOCUMENT},
-                                              k=RECALL_DOCUMENTS)
-                recalled = [Recalled(h.record.id, "document", h.record.title, h.record.text,
-                                     h.snippet, float(h.score)) for h in hits]
+                recalled = await recall_chunks(app.store, text)
 
                 def select(rs: list[Recalled], asked: str = asked) -> Answer | None:
                     return select_answer(asked, rs, keys=responder._keys, stop=responder._stop,
@@ -249,7 +247,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="*", default=list(SETS))
-    parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--target", type=float, default=0.90,
                         help="abstention the threshold must reach on the training sets")
     parser.add_argument("--margin", type=float, default=0.0,

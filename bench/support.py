@@ -52,92 +52,30 @@ import re  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import Counter  # noqa: E402
-from collections.abc import AsyncIterator  # noqa: E402
-from contextlib import asynccontextmanager  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
 from typing import Any  # noqa: E402
 
 import nlp  # noqa: E402
-from majlis.culture import FixedClock  # noqa: E402
+from bench._support_sets import (  # noqa: E402
+    COUNTRY,
+    DATA,
+    SETS,
+    TENANT,
+    Question,
+    load,
+    norm,
+    save_result,
+    served,
+    turn,
+)
 from memory import Kind, kb, open_store  # noqa: E402
-from service import DiwaniyaClient, Settings, build_app  # noqa: E402
-from service.app import App  # noqa: E402
 
-TENANT = "support"
-# The support sets in bench/data/support (test6: held out in session 7;
-# test7, test8: held out in session 8, each run once on the frozen tree).
-SETS = (
-    "dev", "test", "test2", "test3", "test4", "test5",
-    "test6", "test7", "test8", "test9", "test10",
-)  # fmt: skip
-# A plain working day with no national or religious occasion, so no seasonal
-# greeting colours the replies.
-CLOCK = datetime(2026, 11, 2, 7, tzinfo=UTC)
-# The country a customer of each region would send (the service may use it as a prior).
-COUNTRY = {"gulf": "SA", "egyptian": "EG", "levantine": "LB", "maghrebi": "MA",
-           "iraqi": "IQ", "msa": ""}
 NEUTRAL = frozenset({"msa", "neutral", ""})
 _LEAK = re.compile(r"(^|\s)#{1,6}\s|›|\[[^\]]*\]|\b[\w-]+\.(?:md|txt|jsonl)\b")
-
-
-@dataclass(frozen=True)
-class Question:
-    region: str
-    script: str
-    doc: str
-    gold: str
-    text: str
-
-
-def _rows(path: Path) -> list[list[str]]:
-    return [line.rstrip("\n").split("\t") for line in path.open(encoding="utf-8")
-            if line.strip() and not line.startswith("#")]
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def load(folder: Path) -> tuple[list[Path], list[Question], list[list[str]], list[list[str]]]:
-    docs = sorted((folder / "docs").glob("*.md"))
-    questions = [Question(*row) for row in _rows(folder / "questions.tsv")]
-    return docs, questions, _rows(folder / "unanswerable.tsv"), _rows(folder / "threads.tsv")
-
-
-@dataclass(frozen=True)
-class Turn:
-    reply: str
-    dialect: str  # the thread's dialect (turn_completed.dialect)
-    voice: str  # what the reply was written in: a region when mirrored, else msa/neutral
-    quoted: bool  # the reply quotes a document
-    thread_id: str
-
-
-def reply_voice(dialect: str, reply_register: str) -> str:
-    """The reply's own voice: the thread's region only when the reply mirrored it.
-
-    >>> reply_voice("gulf", "dialect"), reply_voice("levantine", "neutral")
-    ('gulf', 'neutral')
-    """
-    if reply_register == "dialect":
-        return dialect or "neutral"
-    return reply_register or "neutral"
 
 
 def foreign(voice: str, region: str) -> bool:
     """A reply mirrored into a region that is not the customer's (neutral never is)."""
     return voice not in NEUTRAL and voice != region
-
-
-async def _turn(client: DiwaniyaClient, text: str, *, user: str, thread: str = "",
-                country: str = "") -> Turn:
-    """One SendMessage turn, read from its events."""
-    events = [e async for e in client.send(text, user_id=user, thread_id=thread, country=country)]
-    done = events[-1].turn_completed
-    quoted = any(e.HasField("memory_cited") and e.memory_cited.quoted for e in events)
-    return Turn(_norm(done.text), done.dialect, reply_voice(done.dialect, done.reply_register),
-                quoted, events[-1].thread_id)
 
 
 async def _recall_at_1(docs: list[Path], questions: list[Question], tmp: Path,
@@ -155,24 +93,10 @@ async def _recall_at_1(docs: list[Path], questions: list[Question], tmp: Path,
         await store.close()
 
 
-@asynccontextmanager
-async def served(tmp: Path) -> AsyncIterator[tuple[App, DiwaniyaClient]]:
-    """The service on its embedded default under ``tmp`` (SQLite, offline responder,
-    the bench's clock and key), started on 127.0.0.1:0, and a client of it."""
-    settings = Settings(data_dir=tmp / "data", listen="127.0.0.1:0", api_keys={"bench": TENANT})
-    app = await build_app(settings, clock=FixedClock(CLOCK))
-    server = app.server()
-    await server.start()
-    try:
-        async with DiwaniyaClient(f"127.0.0.1:{server.port}", api_key="bench") as client:
-            yield app, client
-    finally:
-        await server.drain(0, delay=0)
-        await app.close()
-
-
 async def run(folder: Path, show: bool) -> dict[str, Any]:
-    docs, questions, unanswerable, threads = load(folder)
+    support_set = load(folder)
+    docs, questions = support_set.docs, support_set.questions
+    unanswerable, threads = support_set.unanswerable, support_set.threads
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         by_region: Counter[str] = Counter()
@@ -185,12 +109,12 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
             started = time.perf_counter()
             await kb.ingest_files(app.store, TENANT, docs)
             for i, q in enumerate(questions):
-                t = await _turn(client, q.text, user=f"q{i}",
-                                country=COUNTRY.get(q.region, ""))
+                t = await turn(client, q.text, user=f"q{i}",
+                               country=COUNTRY.get(q.region, ""))
                 reply = t.reply
                 label = f"{q.region}/{q.script}"
                 by_region[label] += 1
-                hit = _norm(q.gold) in reply
+                hit = norm(q.gold) in reply
                 answered[label] += hit
                 agreed[label] += (t.voice in NEUTRAL if q.region == "msa"
                                   else t.dialect == q.region)
@@ -202,27 +126,27 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
                     quoted_chars.append(len(reply))
                 if not hit:
                     misses.append(f"{label}\t{q.text}\t→ {reply[:160]}")
-            for i, (region, _script, text) in enumerate(unanswerable):
-                t = await _turn(client, text, user=f"u{i}", country=COUNTRY.get(region, ""))
+            for i, u in enumerate(unanswerable):
+                t = await turn(client, u.text, user=f"u{i}", country=COUNTRY.get(u.region, ""))
                 abstained += not t.quoted
-                reply_foreign += foreign(t.voice, region)
-                if foreign(t.voice, region):
-                    misses.append(f"foreign voice {t.voice}\tunanswerable {region}\t{text}")
+                reply_foreign += foreign(t.voice, u.region)
+                if foreign(t.voice, u.region):
+                    misses.append(f"foreign voice {t.voice}\tunanswerable {u.region}\t{u.text}")
                 leaks += bool(_LEAK.search(t.reply))
                 if t.quoted:
-                    misses.append(f"unanswerable {region}\t{text}\t→ {t.reply[:160]}")
+                    misses.append(f"unanswerable {u.region}\t{u.text}\t→ {t.reply[:160]}")
             thread_ids: dict[str, str] = {}
             last_voice: dict[str, str] = {}
-            for name, region, text in threads:
-                t = await _turn(client, text, user=f"t-{name}",
-                                thread=thread_ids.get(name, ""),
-                                country=COUNTRY.get(region, ""))
-                thread_ids[name] = t.thread_id
-                switches += name in last_voice and t.voice != last_voice[name]
-                last_voice[name] = t.voice
-                foreign_switches += foreign(t.voice, region)
-                if foreign(t.voice, region):
-                    misses.append(f"thread {name} {region}\t{text}\t→ {t.voice}")
+            for row in threads:
+                t = await turn(client, row.text, user=f"t-{row.name}",
+                               thread=thread_ids.get(row.name, ""),
+                               country=COUNTRY.get(row.region, ""))
+                thread_ids[row.name] = t.thread_id
+                switches += row.name in last_voice and t.voice != last_voice[row.name]
+                last_voice[row.name] = t.voice
+                foreign_switches += foreign(t.voice, row.region)
+                if foreign(t.voice, row.region):
+                    misses.append(f"thread {row.name} {row.region}\t{row.text}\t→ {t.voice}")
                 leaks += bool(_LEAK.search(t.reply))
             per_turn_ms = (time.perf_counter() - started) * 1000 / (
                 len(questions) + len(unanswerable) + len(threads))
@@ -258,7 +182,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=SETS, default="dev")
-    parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--show-misses", action="store_true",
                         help="print every missed question to stderr (dev tuning)")
     args = parser.parse_args()
@@ -271,10 +195,7 @@ def main() -> None:
     for label, row in result["by_region"].items():
         print(f"{label:<22}{row['questions']:>4}{row['answer_rate']:>9}"
               f"{row['dialect_agreement']:>9}")
-    out = _HERE / "results" / "support.json"
-    saved = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    saved[args.set] = result
-    out.write_text(json.dumps(saved, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    save_result("support", args.set, result)
     print(json.dumps(result, ensure_ascii=False))
 
 

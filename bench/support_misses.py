@@ -32,35 +32,37 @@ sys.path.insert(0, str(_HERE.parent))
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
 from collections import Counter  # noqa: E402
 from typing import Any  # noqa: E402
 
 import nlp  # noqa: E402
+from bench._support_sets import (  # noqa: E402
+    COUNTRY,
+    DATA,
+    SETS,
+    TENANT,
+    load,
+    norm,
+    recall_chunks,
+    served,
+    turn,
+)
 from majlis.models import support as support_rules  # noqa: E402
 from majlis.models.answers import MSA_CHUNKS, document_of, select_answer  # noqa: E402
 from majlis.models.extract import split_sentences  # noqa: E402
 from majlis.models.offline import OfflineResponder  # noqa: E402
 from majlis.models.types import Recalled  # noqa: E402
-from majlis.nodes.recall import RECALL_DOCUMENTS  # noqa: E402
-from memory import Kind, kb  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("support_bench", _HERE / "support.py")
-assert _spec is not None and _spec.loader is not None
-_bench = importlib.util.module_from_spec(_spec)
-sys.modules["support_bench"] = _bench
-_spec.loader.exec_module(_bench)
-COUNTRY, SETS, TENANT = _bench.COUNTRY, _bench.SETS, _bench.TENANT
-_norm, _turn, load, served = _bench._norm, _bench._turn, _bench.load, _bench.served
+from memory import kb  # noqa: E402
 
 
 async def diagnose(folder: Path) -> tuple[Counter[str], list[str], dict[str, Any]]:
-    docs, questions, _unanswerable, _threads = load(folder)
+    support_set = load(folder)
+    docs, questions = support_set.docs, support_set.questions
     gold_doc_sentences = {}
     for path in docs:
-        gold_doc_sentences[path.name] = [_norm(s) for s in split_sentences(
+        gold_doc_sentences[path.name] = [norm(s) for s in split_sentences(
             path.read_text(encoding="utf-8"))]
     responder = OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
                                  dialect_cue=nlp.has_dialect_words)
@@ -71,17 +73,14 @@ async def diagnose(folder: Path) -> tuple[Counter[str], list[str], dict[str, Any
         async with served(Path(tmp_name)) as (app, client):
             await kb.ingest_files(app.store, TENANT, docs)
             for i, q in enumerate(questions):
-                t = await _turn(client, q.text, user=f"q{i}",
-                                country=COUNTRY.get(q.region, ""))
-                gold = _norm(q.gold)
+                t = await turn(client, q.text, user=f"q{i}",
+                               country=COUNTRY.get(q.region, ""))
+                gold = norm(q.gold)
                 if gold in t.reply:
                     causes["answered"] += 1
                     continue
                 asked = support_rules.business_text(q.text)
-                hits = await app.store.search(TENANT, q.text, kinds={Kind.DOCUMENT},
-                                              k=RECALL_DOCUMENTS)
-                recalled = [Recalled(h.record.id, "document", h.record.title, h.record.text,
-                                     h.snippet, float(h.score)) for h in hits]
+                recalled = await recall_chunks(app.store, q.text)
                 top1 = bool(recalled) and document_of(recalled[0]) == q.doc
                 extra["top1"] += top1
 
@@ -95,9 +94,9 @@ async def diagnose(folder: Path) -> tuple[Counter[str], list[str], dict[str, Any
                     wider = select(recalled)
                     if wider is not None and (responder._grounded(wider)
                                               or (found is None or gold not in
-                                                  _norm(found.text))):
+                                                  norm(found.text))):
                         found = wider
-                chosen = _norm(found.text) if found is not None else ""
+                chosen = norm(found.text) if found is not None else ""
                 grounded = responder._grounded(found)
                 in_doc = any(gold in s for s in gold_doc_sentences.get(q.doc, []))
                 recalled_docs = [document_of(r) for r in recalled]
@@ -150,7 +149,7 @@ async def main_async(sets: list[str], data: Path, show: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", choices=SETS)
-    parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--show", action="store_true")
     args = parser.parse_args()
     result = asyncio.run(main_async(args.set or list(SETS), args.data, args.show))

@@ -27,7 +27,6 @@ sys.path.insert(0, str(_HERE.parent))
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
 import uuid  # noqa: E402
@@ -36,19 +35,14 @@ from typing import Any  # noqa: E402
 import asyncpg  # noqa: E402
 
 import nlp  # noqa: E402
+from bench._support_sets import DATA, SETS, TENANT, load, save_result  # noqa: E402
 from memory import kb, open_store  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("support_bench", _HERE / "support.py")
-assert _spec is not None and _spec.loader is not None
-_bench = importlib.util.module_from_spec(_spec)
-sys.modules["support_bench"] = _bench
-_spec.loader.exec_module(_bench)
-SETS, TENANT, load = _bench.SETS, _bench.TENANT, _bench.load
 
 
 async def _recall(folder: Path, tmp: Path, *, bridge: bool, dsn: str | None,
                   show: list[str] | None) -> dict[str, float]:
-    docs, questions, _u, _t = load(folder)
+    support_set = load(folder)
+    docs, questions = support_set.docs, support_set.questions
     database = None
     url = None
     if dsn is not None:
@@ -110,7 +104,7 @@ async def main_async(sets: list[str], data: Path, dsn: str | None,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", choices=SETS)
-    parser.add_argument("--data", type=Path, default=_HERE / "data" / "support")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/postgres",
                         help="admin DSN for --store postgres")
@@ -118,10 +112,7 @@ def main() -> None:
     args = parser.parse_args()
     dsn = args.dsn if args.store == "postgres" else None
     result = asyncio.run(main_async(args.set or list(SETS), args.data, dsn, args.show))
-    out = _HERE / "results" / "support_recall.json"
-    saved = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    saved[args.store] = result
-    out.write_text(json.dumps(saved, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    save_result("support_recall", args.store, result)
     print(json.dumps(result, ensure_ascii=False))
 
 

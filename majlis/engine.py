@@ -117,13 +117,14 @@ class ConversationEngine:
         tz = req.timezone or self._config.default_timezone
         # Validates the date range up front: a client_time the calendar cannot
         # convert is the caller's error, reported before anything is written.
-        self._tenants(req.tenant).calendar.moment(at, tz=ZoneInfo(tz),
-                                                  country=req.country or None)
+        # The phase step reads this moment from the input rather than computing it again.
+        moment = self._tenants(req.tenant).calendar.moment(at, tz=ZoneInfo(tz),
+                                                           country=req.country or None)
         order = TurnOrder(
             input=TurnInput(turn_id="", tenant=req.tenant, user_id=req.user_id,
                             thread_id=req.thread_id, at=at, tz=tz, text=req.text,
                             request_id=req.request_id, country=req.country,
-                            register=req.register),
+                            register=req.register, moment=moment),
             content=req.text, timeout_s=self._timeout(timeout_s), title=req.text[:TITLE_CHARS],
             raw=self._raw_for_model(request))
         async with contextlib.aclosing(self._turns.run(order)) as events:

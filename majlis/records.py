@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar
 
-from majlis.culture import Cues
+from majlis.culture import Cues, Moment
 from majlis.events import TurnCompleted, TurnStarted, event_to_dict
 from majlis.models import Recalled
 
@@ -47,16 +47,21 @@ class _Record:
     ``isinstance(obj, SendProtocol)``, a runtime Protocol check that cost ~50 µs
     per record on Python 3.11. Fields in ``_foreign`` hold types that are not
     ours (``Cues``, ``Recalled``): they are written as plain dicts, which the
-    record turns back into types in ``__post_init__``.
+    record turns back into types in ``__post_init__``. Fields in ``_transient``
+    are not written at all: they hold what only the running turn uses, and come
+    back from a checkpoint as their defaults.
     """
 
     __slots__ = ()
     _foreign: ClassVar[tuple[str, ...]] = ()
+    _transient: ClassVar[tuple[str, ...]] = ()
 
     def _asdict(self) -> dict[str, Any]:
         names = _NAMES.get(type(self))
         if names is None:
-            names = _NAMES[type(self)] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
+            names = _NAMES[type(self)] = tuple(
+                f.name for f in fields(self)  # type: ignore[arg-type]
+                if f.name not in self._transient)
         data = {name: getattr(self, name) for name in names}
         for name in self._foreign:
             data[name] = _plain(data[name])
@@ -127,8 +132,14 @@ class TurnInput(_Record):
     """What the engine hands the graph: a message (``text``) or an approval.
 
     ``text`` is already cleaned and masked (majlis.requests); ``deadline`` is
-    on the ``time.monotonic()`` clock; ``at`` is aware.
+    on the ``time.monotonic()`` clock; ``at`` is aware. ``moment`` is the
+    calendar's reading of ``at`` that the engine made when it validated the
+    request, so the phase step does not compute it a second time; it is never
+    checkpointed (a checkpoint's turn records are not read again, majlis.state),
+    so an input rebuilt from one has None and the phase step computes it.
     """
+
+    _transient: ClassVar[tuple[str, ...]] = ("moment",)
 
     turn_id: str
     tenant: str
@@ -142,6 +153,7 @@ class TurnInput(_Record):
     register: str = ""
     deadline: float | None = None
     approval: ApprovalInput | None = None
+    moment: Moment | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _set(self, "at", _when(self.at))

@@ -54,6 +54,8 @@ from memory.records import (
     MemoryRecord,
     NewRecord,
     SearchHit,
+    document_from_row,
+    record_from_row,
     validated_chunks,
 )
 from memory.rekey import BATCH_ROWS, Progress, RekeyReport, warn_if_stale
@@ -278,7 +280,7 @@ class PostgresMemoryStore:
             await _apply_delta(conn, -1, where, tenants, ids)
             rows = await conn.fetch(UPSERT, *cols)
             await _apply_delta(conn, +1, where, tenants, ids)
-        by_key = {(row[1], row[0]): _record(row) for row in rows}
+        by_key = {(row[1], row[0]): record_from_row(row) for row in rows}
         return [by_key[key] for key in ready]
 
     def _columns(self, records: Collection[NewRecord]) -> list[list[Any]]:
@@ -322,19 +324,19 @@ class PostgresMemoryStore:
             rows = await conn.fetch(_DOCUMENTS.format(columns=COLUMNS.replace(
                 "r.metadata::text", "(r.metadata #- '{document,text}')::text"),
                 filter="r.doc_id > $2"), tenant, after, limit)
-        return [_document(row) for row in rows]
+        return [document_from_row(row) for row in rows]
 
     async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
         async with self._conn() as conn:
             row = await conn.fetchrow(_DOCUMENTS.format(columns=COLUMNS, filter="r.doc_id = $2"),
                                       tenant, doc_id, 1)
-        return _document(row) if row else None
+        return document_from_row(row) if row else None
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         sql = f"SELECT {COLUMNS} FROM memory_records AS r WHERE r.tenant = $1 AND r.id = $2"
         async with self._conn() as conn:
             row = await conn.fetchrow(sql, tenant, record_id)
-        return _record(row) if row else None
+        return record_from_row(row) if row else None
 
     async def search(
         self,
@@ -412,10 +414,10 @@ class PostgresMemoryStore:
                 again = await conn.fetch(SEARCH, *args)
                 hits = [(row[:12], float(row[12])) for row in again]
                 lexemes = again[0][13] if again else ()
-        facts_found = [_record(row[2:14]) for row in parts[1]]
+        facts_found = [record_from_row(row[2:14]) for row in parts[1]]
         wanted = set(terms) | set(lexemes) | set(fixes)
         return facts_found, [
-            SearchHit(record=(rec := _record(row)), score=score,
+            SearchHit(record=(rec := record_from_row(row)), score=score,
                       snippet=highlight_snippet(rec.text, wanted, self._word_keys))
             for row, score in hits
         ]
@@ -442,7 +444,7 @@ class PostgresMemoryStore:
         kind_list = [Kind(x).value for x in (kinds or list(Kind))]
         async with self._conn() as conn:
             rows = await conn.fetch(sql, tenant, user_id, kind_list, limit)
-        return [_record(row) for row in rows]
+        return [record_from_row(row) for row in rows]
 
     async def _delete(self, where: str, *args: Any) -> int:
         tenant = args[0]
@@ -473,24 +475,3 @@ class PostgresMemoryStore:
     async def close(self) -> None:
         if self._owns_pool:
             await self._pool.close()
-
-
-def _document(row: Sequence[Any]) -> DocumentInfo:
-    return DocumentInfo(doc_id=row[9], first=_record(row[:12]), chunk_count=int(row[12]))
-
-
-def _record(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        tenant=row[1],
-        user_id=row[2],
-        kind=Kind(row[3]),
-        text=row[4],
-        title=row[5],
-        metadata=json.loads(row[6]),
-        thread_id=row[7],
-        turn_id=row[8],
-        doc_id=row[9],
-        created_at=row[10],
-        updated_at=row[11],
-    )

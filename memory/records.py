@@ -8,6 +8,7 @@ two tenants may use the same ids without ever touching each other's rows.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,10 @@ from typing import Any
 
 from diwaniya.errors import InvalidRequest
 
-__all__ = ["DocumentInfo", "Kind", "MemoryRecord", "NewRecord", "SearchHit", "validated_chunks"]
+__all__ = [
+    "DocumentInfo", "Kind", "MemoryRecord", "NewRecord", "SearchHit", "document_from_row",
+    "record_from_row", "validated_chunks",
+]  # fmt: skip
 
 
 class Kind(StrEnum):
@@ -135,3 +139,40 @@ def validated_chunks(tenant: str, documents: Mapping[str, Sequence[NewRecord]]
                 raise InvalidRequest(f"chunk {r.id!r} is not a document chunk of "
                                      f"{tenant!r}/{doc_id!r}")
     return ready
+
+
+def record_from_row(row: Sequence[Any]) -> MemoryRecord:
+    """A record from a row of either store, in their shared column order: id, tenant,
+    user_id, kind, text, title, metadata (JSON text), thread_id, turn_id, doc_id,
+    created_at, updated_at. Times come as datetimes (PostgreSQL) or ISO text (SQLite).
+
+    >>> r = record_from_row(("faq#0", "t", None, "document", "ساعات العمل في رمضان", "",
+    ...                      '{"source": "faq.md"}', None, None, "faq",
+    ...                      "2026-11-01T07:30:00+00:00", "2026-11-01T07:30:00+00:00"))
+    >>> r.kind is Kind.DOCUMENT, r.text, r.metadata["source"], r.created_at.hour
+    (True, 'ساعات العمل في رمضان', 'faq.md', 7)
+    """
+    return MemoryRecord(
+        id=row[0],
+        tenant=row[1],
+        user_id=row[2],
+        kind=Kind(row[3]),
+        text=row[4],
+        title=row[5],
+        metadata=json.loads(row[6]),
+        thread_id=row[7],
+        turn_id=row[8],
+        doc_id=row[9],
+        created_at=_when(row[10]),
+        updated_at=_when(row[11]),
+    )
+
+
+def document_from_row(row: Sequence[Any]) -> DocumentInfo:
+    """A document from its first chunk's row (:func:`record_from_row`) and, after it,
+    its chunk count."""
+    return DocumentInfo(doc_id=row[9], first=record_from_row(row[:12]), chunk_count=int(row[12]))
+
+
+def _when(value: datetime | str) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)

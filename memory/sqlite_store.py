@@ -38,6 +38,8 @@ from memory.records import (
     MemoryRecord,
     NewRecord,
     SearchHit,
+    document_from_row,
+    record_from_row,
     validated_chunks,
 )
 from memory.rekey import BATCH_ROWS, Progress, RekeyReport, warn_if_stale
@@ -305,14 +307,14 @@ class SqliteMemoryStore:
             "r.metadata", "json_remove(r.metadata, '$.document.text')"), filter="r.doc_id > ?")
         async with self._locked() as db:
             async with db.execute(sql, (tenant, after, limit)) as cur:
-                return [_document(row) for row in await cur.fetchall()]
+                return [document_from_row(row) for row in await cur.fetchall()]
 
     async def get_document(self, tenant: str, doc_id: str) -> DocumentInfo | None:
         sql = _DOCUMENTS.format(columns=_COLUMNS, filter="r.doc_id = ?")
         async with self._locked() as db:
             async with db.execute(sql, (tenant, doc_id, 1)) as cur:
                 row = await cur.fetchone()
-        return _document(row) if row else None
+        return document_from_row(row) if row else None
 
     async def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         async with self._locked() as db:
@@ -324,7 +326,7 @@ class SqliteMemoryStore:
         sql = f"SELECT {_COLUMNS} FROM memory_records AS r WHERE r.tenant = ? AND r.id = ?"
         async with db.execute(sql, (tenant, record_id)) as cur:
             row = await cur.fetchone()
-        return _record(row) if row else None
+        return record_from_row(row) if row else None
 
     async def search(
         self,
@@ -361,7 +363,7 @@ class SqliteMemoryStore:
         wanted = set(weighted.all) | set(fixes)
         return [
             SearchHit(
-                record=(rec := _record(row)),
+                record=(rec := record_from_row(row)),
                 score=score,
                 snippet=highlight_snippet(rec.text, wanted, self._word_keys),
             )
@@ -433,7 +435,7 @@ class SqliteMemoryStore:
         kind_list = json.dumps([Kind(x).value for x in (kinds or list(Kind))])
         async with self._locked() as db:
             async with db.execute(sql, (tenant, user_id, kind_list, limit)) as cur:
-                return [_record(row) for row in await cur.fetchall()]
+                return [record_from_row(row) for row in await cur.fetchall()]
 
     async def _delete(self, where: str, args: tuple[Any, ...]) -> int:
         async with self._locked() as db:
@@ -477,24 +479,3 @@ def _statements(script: str) -> list[str]:
 
 def _json(values: Sequence[str]) -> str:
     return json.dumps(list(values), ensure_ascii=False)
-
-
-def _document(row: Sequence[Any]) -> DocumentInfo:
-    return DocumentInfo(doc_id=row[9], first=_record(row[:12]), chunk_count=int(row[12]))
-
-
-def _record(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        tenant=row[1],
-        user_id=row[2],
-        kind=Kind(row[3]),
-        text=row[4],
-        title=row[5],
-        metadata=json.loads(row[6]),
-        thread_id=row[7],
-        turn_id=row[8],
-        doc_id=row[9],
-        created_at=datetime.fromisoformat(row[10]),
-        updated_at=datetime.fromisoformat(row[11]),
-    )

@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh PostgreSQL database per test session and ../shared/data.
+"""Shared fixtures: a fresh PostgreSQL database per test session (and one per test that
+asks), ../shared/data, and the scripted model and webhook servers.
 
 Outside CI, tests that need PostgreSQL or ../shared/data skip when those are
 missing. Under CI (``CI=true``) a missing one is a failure, never a skip.
@@ -21,6 +22,8 @@ from typing import Any
 
 import psycopg
 import pytest
+
+from tests.fakes import ScriptedOpenAIServer, WebhookServer
 
 # This machine's environment (like the Dockerfile's image) sets
 # PYTHONDONTWRITEBYTECODE=1. In a test run that made every xdist worker recompile
@@ -84,6 +87,33 @@ def pg_dsn() -> Iterator[str]:
     # reader of pg_stat_activity: the uuid already makes it unique per session.
     with fresh_database(f"diwaniya_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}") as dsn:
         yield dsn
+
+
+@pytest.fixture
+def own_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    """DSN of a database of this test's own, dropped (forcibly) after it: for what the
+    session database cannot show — an empty database, a schema or a setting from an
+    older release, backends terminated without touching other tests' connections."""
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    with fresh_database(f"diwaniya_{module}") as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def openai_server() -> Iterator[ScriptedOpenAIServer]:
+    """The scripted language model (the one fake): a real local HTTP server speaking
+    OpenAI chat-completions, for in-process servers and ``serve`` subprocesses alike."""
+    server = ScriptedOpenAIServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def webhook_server() -> Iterator[WebhookServer]:
+    """A real HTTP server standing for a tenant's backend (webhook tools, handoff notices)."""
+    server = WebhookServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,12 @@ class PhaseNode:
         analysis = need(state.get("analysis"), "analysis")
         emit = Emitter()
         tenant = self._tenants(inp.tenant)
-        moment = tenant.calendar.moment(inp.at, tz=ZoneInfo(inp.tz), country=inp.country or None)
+        # The engine computed the moment when it validated the request; an input
+        # built elsewhere (or rebuilt from a checkpoint) has none.
+        moment = inp.moment
+        if moment is None:
+            moment = tenant.calendar.moment(inp.at, tz=ZoneInfo(inp.tz),
+                                            country=inp.country or None)
         cues = analysis.cues
         previous_raw = state.get("phase")
         previous = culture.Phase(previous_raw) if previous_raw else None

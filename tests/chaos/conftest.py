@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _unavailable
-from tests.fakes import ScriptedOpenAIServer
 
 PG_BIN = Path(os.environ.get("DIWANIYA_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 REPO = Path(__file__).resolve().parents[2]
@@ -162,14 +161,6 @@ class ServeProcess:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
-
-
-@pytest.fixture
-def openai_server() -> Iterator[ScriptedOpenAIServer]:
-    """The scripted model, a real HTTP server the serve subprocesses call."""
-    server = ScriptedOpenAIServer()
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -30,10 +30,9 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from pydantic import SecretStr
 
-from majlis.culture import FixedClock
-from service import DiwaniyaClient, Settings, build_app
+from service import DiwaniyaClient, Settings
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
-from tests.service.conftest import DEFAULT_TIME, collect
+from tests.service.conftest import collect, running
 
 # Failures a client retries after the RetryInfo delay (service.errors._RETRY_INFO).
 RETRYABLE = {"ABORTED", "RESOURCE_EXHAUSTED", "UNAVAILABLE"}
@@ -46,16 +45,8 @@ async def serving(dsn: str, data_dir: Path, model_url: str, **overrides: Any
         database_url=SecretStr(dsn), data_dir=data_dir, listen="127.0.0.1:0",
         model_base_url=model_url, drain_grace_s=1.0, pool_min_size=1, pool_max_size=4,
         pg_lock_pool_max=8, pg_memory_pool_max=4, pg_checkout_timeout_s=2.0, **overrides)
-    app = await build_app(settings, clock=FixedClock(DEFAULT_TIME))
-    server = app.server()
-    await server.start()
-    client = DiwaniyaClient(f"127.0.0.1:{server.port}", timeout_s=60)
-    try:
-        yield client
-    finally:
-        await client.close()
-        await server.drain(0, delay=0)
-        await app.close()
+    async with running(settings, timeout_s=60) as svc:
+        yield svc.client
 
 
 @pytest.fixture

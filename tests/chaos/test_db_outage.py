@@ -23,10 +23,9 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from pydantic import SecretStr
 
-from majlis.culture import FixedClock
-from service import DiwaniyaClient, Settings, build_app
+from service import DiwaniyaClient, Settings
 from tests.chaos._pg import DroppingProxy, PrivatePostgres
-from tests.service.conftest import DEFAULT_TIME, collect
+from tests.service.conftest import collect, running
 
 CHECKOUT_S = 2.0
 CLIENT_DEADLINE_S = 3 * CHECKOUT_S  # a hang shows as DEADLINE_EXCEEDED, not UNAVAILABLE
@@ -49,16 +48,8 @@ async def serving(dsn: str, data_dir: Path) -> AsyncIterator[DiwaniyaClient]:
         pg_memory_pool_max=4, pg_checkout_timeout_s=CHECKOUT_S, pg_connect_timeout_s=2.0,
         pg_reconnect_timeout_s=2.0, pg_command_timeout_s=5.0,
     )
-    app = await build_app(settings, clock=FixedClock(DEFAULT_TIME))
-    server = app.server()
-    await server.start()
-    client = DiwaniyaClient(f"127.0.0.1:{server.port}", timeout_s=CLIENT_DEADLINE_S)
-    try:
-        yield client
-    finally:
-        await client.close()
-        await server.drain(0, delay=0)
-        await app.close()
+    async with running(settings, timeout_s=CLIENT_DEADLINE_S) as svc:
+        yield svc.client
 
 
 async def _unavailable(call: Awaitable[Any]) -> grpc.aio.AioRpcError:

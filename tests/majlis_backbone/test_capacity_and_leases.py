@@ -6,64 +6,27 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import aiosqlite
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import ThreadBusy
-from majlis.threads import ThreadStore
-from majlis.threads_pg import PostgresThreadStore
 from majlis.threads_sqlite import ProcessId, SqliteThreadStore
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., Any]:
-    @asynccontextmanager
-    async def open_two(max_waiters: int = 1) -> AsyncIterator[tuple[ThreadStore, ThreadStore]]:
-        closers: list[Any] = []
-        stores: list[ThreadStore] = []
-        for _ in range(2):
-            if request.param == "postgres":
-                dsn = request.getfixturevalue("pg_dsn")
-                pool = AsyncConnectionPool(dsn, min_size=1, max_size=2, open=False,
-                                           kwargs={"autocommit": True})
-                locks = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False,
-                                            kwargs={"autocommit": True})
-                await pool.open()
-                await locks.open()
-                closers += [pool.close, locks.close]
-                stores.append(PostgresThreadStore(pool, locks, max_waiters=max_waiters))
-            else:
-                conn = await aiosqlite.connect(tmp_path / "threads.sqlite3")
-                closers.append(conn.close)
-                stores.append(SqliteThreadStore(conn, lease_ttl_s=3, max_waiters=max_waiters))
-        for store in stores:
-            await store.migrate()
-        try:
-            yield stores[0], stores[1]
-        finally:
-            for close in closers:
-                await close()
-
-    return open_two
-
-
-async def test_reject_policy_answers_busy_never_resource_exhausted(two_stores) -> None:
-    async with two_stores(max_waiters=1) as (a, b), a.lock("th-r", policy="reject", wait_s=0):
+async def test_reject_policy_answers_busy_never_resource_exhausted(replicas) -> None:
+    async with (replicas(max_waiters=1, pool_size=2) as (a, b),
+                a.lock("th-r", policy="reject", wait_s=0)):
         for _ in range(3):  # more than max_waiters: under reject nothing waits to be counted
             with pytest.raises(ThreadBusy):
                 async with b.lock("th-r", policy="reject", wait_s=0):
                     pass
 
 
-async def test_enqueue_wait_is_signalled_before_the_lock_is_free(two_stores) -> None:
+async def test_enqueue_wait_is_signalled_before_the_lock_is_free(replicas) -> None:
     signals: list[tuple[str, int]] = []
-    async with two_stores(max_waiters=4) as (a, b):
+    async with replicas(max_waiters=4, pool_size=2) as (a, b):
         release = asyncio.Event()
 
         async def hold() -> None:

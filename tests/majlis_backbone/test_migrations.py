@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import uuid
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 
 from majlis.persistence import migrate_postgres, open_postgres, open_sqlite
-from tests.conftest import ADMIN_DSN
 from tests.service._cli import run_cli
 
 
 @pytest.fixture
-def empty_db(pg_dsn: str) -> Iterator[str]:
+def empty_db(own_database: str) -> str:
     """A brand-new database (the session one is already migrated)."""
-    name = f"diwaniya_mig_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield f"{ADMIN_DSN.rsplit('/', 1)[0]}/{name}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return own_database
 
 
 async def test_concurrent_replicas_migrate_once(empty_db: str) -> None:

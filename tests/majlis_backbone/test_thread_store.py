@@ -3,56 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-import aiosqlite
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import NotFound, ResourceExhausted, ThreadBusy
 from majlis.threads import ThreadRow, ThreadStore
-from majlis.threads_pg import PostgresThreadStore
-from majlis.threads_sqlite import SqliteThreadStore
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., Any]:
-    """``async with replicas() as (a, b)``: two stores over one database."""
-
-    @asynccontextmanager
-    async def open_two(max_waiters: int = 8) -> AsyncIterator[tuple[ThreadStore, ThreadStore]]:
-        closers: list[Any] = []
-        stores: list[ThreadStore] = []
-        if request.param == "postgres":
-            dsn = request.getfixturevalue("pg_dsn")
-            for _ in range(2):
-                pool = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False,
-                                           kwargs={"autocommit": True})
-                locks = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False,
-                                            kwargs={"autocommit": True})
-                await pool.open()
-                await locks.open()
-                closers += [pool.close, locks.close]
-                stores.append(PostgresThreadStore(pool, locks, max_waiters=max_waiters))
-        else:
-            for _ in range(2):
-                conn = await aiosqlite.connect(tmp_path / "threads.sqlite3")
-                closers.append(conn.close)
-                stores.append(SqliteThreadStore(conn, lease_ttl_s=3, max_waiters=max_waiters))
-        await asyncio.gather(*(s.migrate() for s in stores))  # concurrent migrations are safe
-        try:
-            yield stores[0], stores[1]
-        finally:
-            for close in closers:
-                await close()
-
-    return open_two
 
 
 def _row(thread_id: str, user: str = "u1", tenant: str = "t1", at: datetime = T0) -> ThreadRow:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from _memory_helpers import put_documents
 
-from memory import Kind, MemoryStore, NewRecord
+from memory import Kind, MemoryStore
 from memory.arabizi_stage import arabizi_readings, choose_readings
 from memory.terms import KeyFunction
 
@@ -20,13 +21,6 @@ _DOCS = {
     "pickup": "يحتفظ الفرع بالطلب خمسة أيام بعد وصوله، ثم يلغى.",
     "invoice": "ترسل الفاتورة الإلكترونية إلى بريدك بعد الدفع.",
 }
-
-
-async def _ingest(store: MemoryStore, tenant: str, docs: dict[str, str] = _DOCS) -> None:
-    await store.put([
-        NewRecord(tenant=tenant, kind=Kind.DOCUMENT, id=f"{d}#0", doc_id=d, title="", text=t)
-        for d, t in docs.items()
-    ])
 
 
 @pytest.mark.parametrize(
@@ -45,7 +39,7 @@ async def test_arabizi_content_words_find_the_document(
 ) -> None:
     on, _off = bridged_pair
     tenant = tenants("arabizi")
-    await _ingest(on, tenant)
+    await put_documents(on, tenant, _DOCS)
     hits = await on.search(tenant, question, kinds=[Kind.DOCUMENT], k=3)
     assert hits and hits[0].record.doc_id == doc, [h.record.doc_id for h in hits]
     assert "[[" in hits[0].snippet  # the chosen Arabic reading is what matched
@@ -56,8 +50,8 @@ async def test_without_the_bridge_the_same_question_misses(
 ) -> None:
     on, off = bridged_pair
     tenant = tenants("arabizi-off")
-    await _ingest(on, tenant)
-    await _ingest(off, tenant)  # SQLite: its own file; PostgreSQL: the same rows again
+    await put_documents(on, tenant, _DOCS)
+    await put_documents(off, tenant, _DOCS)  # SQLite: its own file; PostgreSQL: the same rows again
     # The one transliteration gives «نوقت», «سلحا»: keys no policy holds.
     question = "el noqat sal7a la emta?"
     assert (await on.search(tenant, question, k=1))[0].record.doc_id == "loyalty"
@@ -71,7 +65,7 @@ async def test_arabic_questions_are_untouched_by_the_stage(
 ) -> None:
     on, _off = bridged_pair
     tenant = tenants("arabizi-msa")
-    await _ingest(on, tenant)
+    await put_documents(on, tenant, _DOCS)
     # An Arabic question quoting a Latin word is Arabic-dominant: no readings at all.
     for question in ("متى تنتهي صلاحية النقاط؟", "هل يمكن تحميل الفاتورة بصيغة PDF؟"):
         assert arabizi_readings(question, keys) == []
@@ -84,8 +78,8 @@ async def test_another_tenants_vocabulary_is_never_read(
 ) -> None:
     on, _off = bridged_pair
     mine, theirs = tenants("arabizi-a"), tenants("arabizi-b")
-    await _ingest(on, theirs)
-    await _ingest(on, mine, {"hours": "ساعات العمل من التاسعة صباحا حتى العاشرة مساء."})
+    await put_documents(on, theirs, _DOCS)
+    await put_documents(on, mine, {"hours": "ساعات العمل من التاسعة صباحا حتى العاشرة مساء."})
     # «tarkeeb» reads as «تركيب» only in the other tenant: no hit of mine is about it,
     # and no hit is theirs.
     hits = await on.search(mine, "el tarkeeb lal mukayyef", k=3)

@@ -3,13 +3,13 @@ the customer's own words still outrank the lexicon's, and the index is unchanged
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
+from _memory_helpers import put_documents
 
 import nlp
-from memory import Kind, MemoryStore, NewRecord, PostgresMemoryStore, SqliteMemoryStore
+from memory import Kind, MemoryStore
 from memory.expansion import weighted_terms
 from memory.terms import KeyFunction
 
@@ -19,29 +19,6 @@ _DOCS = {
     "password": "لتغيير كلمة المرور افتح الإعدادات ثم اختر الأمان.",
     "hours": "ساعات العمل من السبت إلى الخميس من التاسعة صباحا حتى العاشرة مساء.",
 }
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def bridged(
-    request: pytest.FixtureRequest, tmp_path: Path, keys: KeyFunction
-) -> AsyncIterator[MemoryStore]:
-    made: MemoryStore
-    if request.param == "sqlite":
-        made = SqliteMemoryStore(tmp_path / "m.sqlite3", keys=keys, expand=nlp.dialect_to_msa)
-    else:
-        made = await PostgresMemoryStore.connect(
-            request.getfixturevalue("pg_dsn"), keys=keys, max_size=2, expand=nlp.dialect_to_msa
-        )
-    await made.setup()
-    yield made
-    await made.close()
-
-
-async def _ingest(store: MemoryStore, tenant: str) -> None:
-    await store.put([
-        NewRecord(tenant=tenant, kind=Kind.DOCUMENT, id=f"{d}#0", doc_id=d, title="", text=t)
-        for d, t in _DOCS.items()
-    ])
 
 
 @pytest.mark.parametrize(
@@ -57,7 +34,7 @@ async def test_dialect_question_finds_the_msa_document(
     bridged: MemoryStore, tenants: Callable[[str], str], question: str, doc: str
 ) -> None:
     tenant = tenants("bridge")
-    await _ingest(bridged, tenant)
+    await put_documents(bridged, tenant, _DOCS)
     hits = await bridged.search(tenant, question, kinds={Kind.DOCUMENT}, k=2)
     assert hits and hits[0].record.doc_id == doc, [h.record.doc_id for h in hits]
 
@@ -68,7 +45,7 @@ async def test_own_words_outrank_bridge_words(
     # «ببلاش» bridges to «مجانا/مجاني» (the delivery text); «كلمة المرور» is
     # the customer's own words and must win.
     tenant = tenants("weight")
-    await _ingest(bridged, tenant)
+    await put_documents(bridged, tenant, _DOCS)
     hits = await bridged.search(tenant, "تغيير كلمة المرور ببلاش؟", kinds={Kind.DOCUMENT}, k=2)
     assert hits[0].record.doc_id == "password"
 
@@ -78,7 +55,7 @@ async def test_without_the_bridge_the_dialect_word_is_not_found(
 ) -> None:
     # The plain store (no expander) is the baseline the bridge improves on.
     tenant = tenants("plain")
-    await _ingest(store, tenant)
+    await put_documents(store, tenant, _DOCS)
     hits = await store.search(tenant, "الباسورد", kinds={Kind.DOCUMENT}, k=2)
     assert hits == []
 

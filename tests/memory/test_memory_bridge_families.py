@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from _memory_helpers import put_documents
 
-from memory import Kind, MemoryStore, NewRecord
+from memory import Kind, MemoryStore
 
 # One fact each; none shares its key verb with the questions below.
 _FAMILY_DOCS = {
@@ -30,13 +31,6 @@ _EVERYDAY_DOCS = {
     "lost": "عند فقدان الجوال اتصل بنا لإيقاف الخط مؤقتا.",
     "compensation": "يضاف تعويض إلى حسابك إذا تأخر الإصلاح.",
 }
-
-
-async def _ingest(store: MemoryStore, tenant: str, docs: dict[str, str]) -> None:
-    await store.put([
-        NewRecord(tenant=tenant, kind=Kind.DOCUMENT, id=f"{d}#0", doc_id=d, title="", text=t)
-        for d, t in docs.items()
-    ])
 
 
 @pytest.mark.parametrize(
@@ -63,8 +57,8 @@ async def test_a_synonym_finds_the_policy_only_through_the_bridge(
 ) -> None:
     on, off = bridged_pair
     tenant = tenants("families")
-    await _ingest(on, tenant, docs)
-    await _ingest(off, tenant, docs)
+    await put_documents(on, tenant, docs)
+    await put_documents(off, tenant, docs)
     hits = await on.search(tenant, question, kinds={Kind.DOCUMENT}, k=1)
     assert hits and hits[0].record.doc_id == doc, [h.record.doc_id for h in hits]
     plain = await off.search(tenant, question, kinds={Kind.DOCUMENT}, k=1)

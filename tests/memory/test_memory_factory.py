@@ -26,15 +26,11 @@ async def test_no_database_url_means_an_sqlite_file_where_asked(tmp_path: Path) 
 
 
 async def test_database_url_means_postgres_and_replicas_can_migrate_at_once(
-    pg_dsn: str, tmp_path: Path
+    own_database: str, tmp_path: Path
 ) -> None:
     # A brand-new database and four replicas running setup() concurrently:
     # without the advisory lock, CREATE ... IF NOT EXISTS races and fails.
-    admin_dsn = pg_dsn.rsplit("/", 1)[0] + "/postgres"
-    name = f"diwaniya_mem_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
+    dsn = own_database
     stores: list[PostgresMemoryStore] = []
     try:
         stores = list(await asyncio.gather(*(
@@ -52,8 +48,6 @@ async def test_database_url_means_postgres_and_replicas_can_migrate_at_once(
     finally:
         for s in stores:
             await s.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 async def test_a_database_out_of_connection_slots_is_unavailable_not_internal(

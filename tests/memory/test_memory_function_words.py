@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from _memory_helpers import put_documents
 
-from memory import Kind, MemoryStore, NewRecord
+from memory import Kind, MemoryStore
 
 # «لازم» is in one document only (rare: high IDF); «الحساب» in two (lower IDF).  At full
 # weight «لازم» would win the question below for "support"; at the bridge's weight the
@@ -21,13 +22,6 @@ _DOCS = {
 }
 
 
-async def _ingest(store: MemoryStore, tenant: str, docs: dict[str, str]) -> None:
-    await store.put([
-        NewRecord(tenant=tenant, kind=Kind.DOCUMENT, id=f"{d}#0", doc_id=d, title="", text=t)
-        for d, t in docs.items()
-    ])
-
-
 @pytest.mark.parametrize("question", ["لازم الحساب؟", "ولازم الحساب؟"])
 async def test_a_function_word_does_not_outweigh_the_content_word(
     bridged_pair: tuple[MemoryStore, MemoryStore], tenants: Callable[[str], str],
@@ -36,7 +30,7 @@ async def test_a_function_word_does_not_outweigh_the_content_word(
     on, off = bridged_pair
     tenant = tenants("fillers")
     for store in (on, off):
-        await _ingest(store, tenant, _DOCS)
+        await put_documents(store, tenant, _DOCS)
         hits = await store.search(tenant, question, kinds={Kind.DOCUMENT}, k=4)
         ranked = [h.record.doc_id for h in hits]
         assert ranked[0] in {"close", "statement"}, ranked
@@ -73,8 +67,8 @@ async def test_a_new_domain_word_finds_the_policy_only_through_the_bridge(
 ) -> None:
     on, off = bridged_pair
     tenant = tenants("domains")
-    await _ingest(on, tenant, _DOMAIN_DOCS)
-    await _ingest(off, tenant, _DOMAIN_DOCS)
+    await put_documents(on, tenant, _DOMAIN_DOCS)
+    await put_documents(off, tenant, _DOMAIN_DOCS)
     hits = await on.search(tenant, question, kinds={Kind.DOCUMENT}, k=1)
     assert hits and hits[0].record.doc_id == doc, [h.record.doc_id for h in hits]
     plain = await off.search(tenant, question, kinds={Kind.DOCUMENT}, k=1)
@@ -86,7 +80,7 @@ async def test_a_phone_question_does_not_find_the_damage_policy(
 ) -> None:
     # «تلفون» was keyed «تلف» (damage) before KEYS_VERSION 3 (nlp.lexicon.STEM_KEPT).
     tenant = tenants("phone")
-    await _ingest(store, tenant, {
+    await put_documents(store, tenant, {
         "damage": "لا يشمل الضمان تلف الجهاز بسبب سوء الاستخدام.",
         "number": "يمكن تغيير رقم التلفون المسجل من صفحة الحساب.",
     })

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import asyncpg
 
 from memory import Kind, NewRecord, PostgresMemoryStore
@@ -29,32 +27,24 @@ INSERT INTO memory_stats VALUES ('t', 1, 3);
 """
 
 
-async def test_setup_drops_the_keys_column_and_keeps_old_rows_searchable(pg_dsn: str) -> None:
-    admin_dsn = pg_dsn.rsplit("/", 1)[0] + "/postgres"
-    name = f"diwaniya_mig_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
+async def test_setup_drops_the_keys_column_and_keeps_old_rows_searchable(
+        own_database: str) -> None:
+    conn = await asyncpg.connect(own_database)
+    await conn.execute(_OLD_TABLE)
+    store = await PostgresMemoryStore.connect(own_database, keys=whitespace_keys, max_size=1)
     try:
-        conn = await asyncpg.connect(dsn)
-        await conn.execute(_OLD_TABLE)
-        store = await PostgresMemoryStore.connect(dsn, keys=whitespace_keys, max_size=1)
-        try:
-            await store.setup()
-            await store.setup()  # idempotent: the second run finds nothing to migrate
-            columns = {r[0] for r in await conn.fetch(
-                "SELECT column_name FROM information_schema.columns"
-                " WHERE table_name = 'memory_records'")}
-            assert "keys" not in columns and "tsv" in columns
-            hits = await store.search("t", "رمضان")
-            assert [h.record.id for h in hits] == ["old"]
-            # New writes fill tsv themselves now that it is a plain column.
-            await store.put([NewRecord(tenant="t", kind=Kind.DOCUMENT, id="new",
-                                       text="العمل عن بعد يوم الخميس")])
-            assert {h.record.id for h in await store.search("t", "العمل")} == {"old", "new"}
-        finally:
-            await store.close()
-            await conn.close()
+        await store.setup()
+        await store.setup()  # idempotent: the second run finds nothing to migrate
+        columns = {r[0] for r in await conn.fetch(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_name = 'memory_records'")}
+        assert "keys" not in columns and "tsv" in columns
+        hits = await store.search("t", "رمضان")
+        assert [h.record.id for h in hits] == ["old"]
+        # New writes fill tsv themselves now that it is a plain column.
+        await store.put([NewRecord(tenant="t", kind=Kind.DOCUMENT, id="new",
+                                   text="العمل عن بعد يوم الخميس")])
+        assert {h.record.id for h in await store.search("t", "العمل")} == {"old", "new"}
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+        await store.close()
+        await conn.close()

@@ -86,45 +86,36 @@ CREATE TABLE memory_stats (tenant text PRIMARY KEY, n_docs bigint NOT NULL,
 """
 
 
-async def test_postgres_stats_from_before_pools_are_backfilled(pg_dsn: str) -> None:
-    admin_dsn = pg_dsn.rsplit("/", 1)[0] + "/postgres"
-    name = f"diwaniya_pools_{RUN}"
+async def test_postgres_stats_from_before_pools_are_backfilled(own_database: str) -> None:
     tenant = f"t-{RUN}"
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
+    conn = await asyncpg.connect(own_database)
+    first = await PostgresMemoryStore.connect(own_database, keys=whitespace_keys, max_size=1)
+    await first.setup()
+    await conn.execute(_OLD_STATS)
+    # Old-release writes: the statistics delta of the old code, by hand.
+    await conn.execute("INSERT INTO memory_stats VALUES ($1, 0, 0)", tenant)
+    await first.close()
+    stores = [await PostgresMemoryStore.connect(own_database, keys=whitespace_keys, max_size=2)
+              for _ in range(3)]
     try:
-        conn = await asyncpg.connect(dsn)
-        first = await PostgresMemoryStore.connect(dsn, keys=whitespace_keys, max_size=1)
-        await first.setup()
-        await conn.execute(_OLD_STATS)
-        # Old-release writes: the statistics delta of the old code, by hand.
-        await conn.execute("INSERT INTO memory_stats VALUES ($1, 0, 0)", tenant)
-        await first.close()
-        stores = [await PostgresMemoryStore.connect(dsn, keys=whitespace_keys, max_size=2)
-                  for _ in range(3)]
-        try:
-            await stores[0].setup()
-            await stores[0].put(_rows(tenant))  # fills short columns from here on
-            await conn.execute(
-                "UPDATE memory_stats SET short_docs = 0, short_len = 0")  # as if written before
-            await conn.execute("ALTER TABLE memory_stats DROP COLUMN short_docs,"
-                               " DROP COLUMN short_len")
-            await asyncio.gather(*(s.setup() for s in stores))  # replicas at once
-            row = await conn.fetchrow(
-                "SELECT n_docs, total_len, short_docs, short_len FROM memory_stats"
-                " WHERE tenant = $1", tenant)
-            assert tuple(row) == (3, 6 + SHORT_TERMS + 10, 2, 6)
-            await stores[1].erase_user(tenant, "u1")
-            row = await conn.fetchrow(
-                "SELECT short_docs, short_len FROM memory_stats WHERE tenant = $1", tenant)
-            assert tuple(row) == (1, 4)
-            hits = await stores[2].search(tenant, "رمضان")
-            assert [h.record.id for h in hits] == ["faq"]
-        finally:
-            for s in stores:
-                await s.close()
-            await conn.close()
+        await stores[0].setup()
+        await stores[0].put(_rows(tenant))  # fills short columns from here on
+        await conn.execute(
+            "UPDATE memory_stats SET short_docs = 0, short_len = 0")  # as if written before
+        await conn.execute("ALTER TABLE memory_stats DROP COLUMN short_docs,"
+                           " DROP COLUMN short_len")
+        await asyncio.gather(*(s.setup() for s in stores))  # replicas at once
+        row = await conn.fetchrow(
+            "SELECT n_docs, total_len, short_docs, short_len FROM memory_stats"
+            " WHERE tenant = $1", tenant)
+        assert tuple(row) == (3, 6 + SHORT_TERMS + 10, 2, 6)
+        await stores[1].erase_user(tenant, "u1")
+        row = await conn.fetchrow(
+            "SELECT short_docs, short_len FROM memory_stats WHERE tenant = $1", tenant)
+        assert tuple(row) == (1, 4)
+        hits = await stores[2].search(tenant, "رمضان")
+        assert [h.record.id for h in hits] == ["faq"]
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+        for s in stores:
+            await s.close()
+        await conn.close()

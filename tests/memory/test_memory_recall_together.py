@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from _memory_helpers import documents
 
 from memory import Kind, MemoryStore, NewRecord, PostgresMemoryStore
 from memory.recall import recall
@@ -27,10 +28,7 @@ QUESTIONS = ["سياسة الاسترجاع", "الظريبه المظافه", "
 
 
 async def _fill(store: MemoryStore, tenant: str, user: str) -> None:
-    await store.put([
-        NewRecord(tenant=tenant, kind=Kind.DOCUMENT, id=f"{d}#0", doc_id=d, title="", text=t)
-        for d, t in _DOCS.items()
-    ] + [
+    await store.put(documents(tenant, _DOCS) + [
         NewRecord(tenant=tenant, kind=Kind.FACT, user_id=user, text=text)
         for text in ("ناديني ابو فهد", "ساكن في الرياض")
     ] + [NewRecord(tenant=tenant, kind=Kind.FACT, user_id="someone-else", text="اسمي سارة")])

@@ -154,70 +154,55 @@ async def test_sqlite_file_from_before_the_stage_gets_its_vocabulary(
 
 
 async def test_postgres_database_from_before_the_stage_gets_its_trigram_index(
-        pg_dsn: str, keys: KeyFunction) -> None:
-    admin_dsn = pg_dsn.rsplit("/", 1)[0] + "/postgres"
-    name = f"diwaniya_typo_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
+        own_database: str, keys: KeyFunction) -> None:
+    t = tenant()
+    old = await PostgresMemoryStore.connect(own_database, keys=keys, max_size=1, typo=False)
+    await old.setup()  # as before the stage: no pg_trgm, no index
+    await old.put(docs(t))
+    await old.close()
+    conn = await asyncpg.connect(own_database)
+    assert not await conn.fetchval("SELECT count(*) FROM pg_extension WHERE extname='pg_trgm'")
+    replicas = [await PostgresMemoryStore.connect(own_database, keys=keys, max_size=1)
+                for _ in range(3)]
+    await asyncio.gather(*(r.setup() for r in replicas))
     try:
-        t = tenant()
-        old = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=1, typo=False)
-        await old.setup()  # as before the stage: no pg_trgm, no index
-        await old.put(docs(t))
-        await old.close()
-        conn = await asyncpg.connect(dsn)
-        assert not await conn.fetchval("SELECT count(*) FROM pg_extension WHERE extname='pg_trgm'")
-        replicas = [await PostgresMemoryStore.connect(dsn, keys=keys, max_size=1)
-                    for _ in range(3)]
-        await asyncio.gather(*(r.setup() for r in replicas))
-        try:
-            assert await conn.fetchval(
-                "SELECT count(*) FROM pg_indexes WHERE indexname = 'memory_terms_trgm'") == 1
-            hits = await replicas[0].search(t, "الاستجراع")
-            assert hits and hits[0].record.doc_id == "refund"
-        finally:
-            for r in replicas:
-                await r.close()
-            await conn.close()
+        assert await conn.fetchval(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'memory_terms_trgm'") == 1
+        hits = await replicas[0].search(t, "الاستجراع")
+        assert hits and hits[0].record.doc_id == "refund"
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+        for r in replicas:
+            await r.close()
+        await conn.close()
 
 
 async def test_postgres_typo_threshold_holds_whatever_the_database_default(
-        pg_dsn: str, keys: KeyFunction) -> None:
+        own_database: str, keys: KeyFunction) -> None:
     """The stage's threshold is the store's, not the server's: a store that opened
     its pool sets it at connect (one statement per lookup), a store on the
     caller's pool with SET LOCAL; both correct the same typos on a database
     whose default threshold (0.95) would find no correction at all."""
-    admin_dsn = pg_dsn.rsplit("/", 1)[0] + "/postgres"
-    name = f"diwaniya_typo_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
+    t = tenant()
+    owned = await PostgresMemoryStore.connect(own_database, keys=keys, max_size=1)
+    await owned.setup()  # creates pg_trgm, so the database setting is validated
+    await owned.put(docs(t))
+    await owned.close()
+    name = own_database.rsplit("/", 1)[1]
+    raw = await asyncpg.connect(own_database)
+    await raw.execute(f'ALTER DATABASE "{name}" SET pg_trgm.similarity_threshold = 0.95')
+    await raw.close()
+    raw = await asyncpg.connect(own_database)  # a new session reads the new default
+    assert await raw.fetchval("SHOW pg_trgm.similarity_threshold") == "0.95"
+    await raw.close()
+    pool = await asyncpg.create_pool(own_database, min_size=1, max_size=1)
+    stores = [await PostgresMemoryStore.connect(own_database, keys=keys, max_size=1),
+              PostgresMemoryStore(pool, keys=keys)]
     try:
-        t = tenant()
-        owned = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=1)
-        await owned.setup()  # creates pg_trgm, so the database setting is validated
-        await owned.put(docs(t))
-        await owned.close()
-        await admin.execute(f'ALTER DATABASE "{name}" SET pg_trgm.similarity_threshold = 0.95')
-        raw = await asyncpg.connect(dsn)
-        assert await raw.fetchval("SHOW pg_trgm.similarity_threshold") == "0.95"
-        await raw.close()
-        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=1)
-        stores = [await PostgresMemoryStore.connect(dsn, keys=keys, max_size=1),
-                  PostgresMemoryStore(pool, keys=keys)]
-        try:
-            for store in stores:
-                for query, want in TYPOS.items():
-                    hits = await store.search(t, query, k=3)
-                    assert hits and hits[0].record.doc_id == want, (
-                        type(store).__name__, query, [h.record.doc_id for h in hits])
-        finally:
-            await stores[0].close()
-            await pool.close()
+        for store in stores:
+            for query, want in TYPOS.items():
+                hits = await store.search(t, query, k=3)
+                assert hits and hits[0].record.doc_id == want, (
+                    type(store).__name__, query, [h.record.doc_id for h in hits])
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+        await stores[0].close()
+        await pool.close()

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +72,13 @@ def _set_environ(m: pytest.MonkeyPatch, environ: dict[str, str]) -> None:
         m.delenv(name)
     for name, value in environ.items():
         m.setenv(name, value)
+
+
+def run_probe(code: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in a fresh interpreter (for what is process-wide:
+    ``sys.modules``), on the SQLite default under ``data_dir`` (DATABASE_URL unset)."""
+    env = {**os.environ, "DIWANIYA_DATA_DIR": str(data_dir)}
+    env.pop("DATABASE_URL", None)
+    env.pop("DIWANIYA_DATABASE_URL", None)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)

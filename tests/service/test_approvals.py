@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -13,13 +12,6 @@ from diwaniya.v1 import conversations_pb2 as pb
 from tests.fakes import WebhookReply, WebhookServer
 from tests.service.conftest import collect, kinds
 from tests.service.test_server import _messages
-
-
-@pytest.fixture
-def webhook_server() -> Iterator[WebhookServer]:
-    server = WebhookServer()
-    yield server
-    server.close()
 
 
 @pytest.fixture

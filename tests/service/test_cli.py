@@ -8,14 +8,11 @@ the real entry point and checks that ``diwaniya kb`` stays light.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.service._cli import CliRun, run_cli
+from tests.service._cli import CliRun, run_cli, run_probe
 
 POLICY = """# سياسة الاسترجاع
 
@@ -77,11 +74,7 @@ print("heavy:", ",".join(heavy), "code:", code)
 
 
 def test_the_real_kb_entry_point_imports_memory_and_nlp_only(tmp_path: Path) -> None:
-    env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "data")}
-    env.pop("DATABASE_URL", None)
-    env.pop("DIWANIYA_DATABASE_URL", None)
-    done = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = run_probe(_PROBE, tmp_path / "data")
     assert done.returncode == 0, done.stderr
     # No store there: refused with status 2, after importing memory and nlp only.
     assert done.stdout.strip() == "heavy:  code: 2"

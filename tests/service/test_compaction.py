@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import uuid
 from typing import Any
 
 import grpc
-import psycopg
 import pytest
 
 from majlis.compaction import estimate_tokens
 from majlis.records import ThreadSummary
 from service import DiwaniyaClient
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
-from tests.service.conftest import collect
+from tests.service.conftest import collect, take_over
 
 # The session's PostgreSQL database is shared: a user of this module's own.
 USER = f"compact-{uuid.uuid4().hex[:8]}"
@@ -190,17 +188,6 @@ async def test_model_failure_while_summarising_folds_extractively_and_logs(
     assert any("model summary failed" in w and "folding extractively" in w for w in warnings)
 
 
-def _take_over(svc: Any, backend: str, thread_id: str) -> None:
-    """What a successor's lock acquisition does to the running turn's fencing token."""
-    if backend == "postgres":
-        with psycopg.connect(svc.settings.database_dsn(), autocommit=True) as conn:
-            conn.execute("UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-                         " WHERE thread_id = %s", (thread_id,))
-    else:
-        with sqlite3.connect(svc.settings.data_dir / "threads.sqlite3") as conn:
-            conn.execute("DELETE FROM diwaniya_thread_leases WHERE thread_id = ?", (thread_id,))
-
-
 async def test_a_turn_aborted_after_folding_folds_nothing(
     run_service: Any, openai_server: ScriptedOpenAIServer, backend: str,
 ) -> None:
@@ -220,7 +207,7 @@ async def test_a_turn_aborted_after_folding_folds_nothing(
                                                thread_id=thread_id, request_id="r-3"):
                 if event.HasField("text_delta") and not taken:
                     taken = True
-                    await asyncio.to_thread(_take_over, svc, backend, thread_id)
+                    await asyncio.to_thread(take_over, svc, backend, thread_id)
         thread = await svc.client.get_thread(thread_id, user_id=USER)
         after = await _stored(svc, thread_id)
     assert err.value.code() == grpc.StatusCode.ABORTED

@@ -9,7 +9,6 @@ successor's takeover does.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import uuid
 from typing import Any
 
@@ -18,7 +17,7 @@ import psycopg
 import pytest
 
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
-from tests.service.conftest import collect
+from tests.service.conftest import collect, take_over
 
 # 30 words at 0.2 s: the first turn is still streaming (6 s) while the test kills its
 # lock session and runs a whole second turn, even on a loaded machine.
@@ -26,17 +25,6 @@ SLOW_REPLY = " ".join(["أبشر"] * 30)
 # The session's PostgreSQL database is shared: this module's own user keeps its
 # threads on the first page of ListThreads.
 USER = f"fence-{uuid.uuid4().hex[:8]}"
-
-
-def _take_over(svc: Any, backend: str, thread_id: str) -> None:
-    """Do what a successor's lock acquisition does to the running turn's token."""
-    if backend == "postgres":
-        with psycopg.connect(svc.settings.database_dsn(), autocommit=True) as conn:
-            conn.execute("UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1"
-                         " WHERE thread_id = %s", (thread_id,))
-    else:
-        with sqlite3.connect(svc.settings.data_dir / "threads.sqlite3") as conn:
-            conn.execute("DELETE FROM diwaniya_thread_leases WHERE thread_id = ?", (thread_id,))
 
 
 def _kill_lock_session(dsn: str) -> int:
@@ -82,7 +70,7 @@ async def test_turn_whose_lease_was_taken_over_is_aborted_and_not_saved(
                 seen.append(event)
                 if event.HasField("text_delta") and not taken:
                     taken = True
-                    await asyncio.to_thread(_take_over, svc, backend, thread_id)
+                    await asyncio.to_thread(take_over, svc, backend, thread_id)
         assert err.value.code() == grpc.StatusCode.ABORTED
         assert "nothing of it was saved" in err.value.details()
         assert not any(e.HasField("turn_completed") for e in seen)

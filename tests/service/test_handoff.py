@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -22,13 +21,6 @@ from tests.service._cli import run_cli
 from tests.service.conftest import collect, kinds
 
 HOLD_GULF = PhraseBook.load().say("handoff_hold", "gulf")
-
-
-@pytest.fixture
-def webhook_server() -> Iterator[WebhookServer]:
-    server = WebhookServer()
-    yield server
-    server.close()
 
 
 def _reply(events: list[Any]) -> str:

@@ -9,10 +9,11 @@ process-wide, so this needs a fresh interpreter.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.service._cli import run_probe
 
 _DRIVERS = ("psycopg", "psycopg_pool", "asyncpg", "langgraph.checkpoint.postgres")
 
@@ -34,11 +35,7 @@ print("loaded:", ",".join(m for m in {_DRIVERS!r} if m in sys.modules), "code:",
 
 
 def test_the_sqlite_default_loads_no_postgresql_driver(tmp_path: Path) -> None:
-    env = {**os.environ, "DIWANIYA_DATA_DIR": str(tmp_path / "data")}
-    env.pop("DATABASE_URL", None)
-    env.pop("DIWANIYA_DATABASE_URL", None)
-    done = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = run_probe(_PROBE, tmp_path / "data")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "loaded:  code: 0"
     assert (tmp_path / "data" / "threads.sqlite3").exists()  # it did open the SQLite store

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply, WebhookReply, WebhookServer
 from tests.service.conftest import collect, kinds
-
-
-@pytest.fixture
-def webhook_server() -> Iterator[WebhookServer]:
-    server = WebhookServer()
-    yield server
-    server.close()
 
 
 async def test_model_tokens_stream_as_ordered_deltas_and_usage_is_kept(

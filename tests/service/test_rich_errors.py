@@ -21,11 +21,10 @@ from google.rpc import error_details_pb2, status_pb2
 import nlp
 from diwaniya import errors
 from diwaniya.v1 import conversations_pb2 as pb
-from majlis.culture import FixedClock
 from majlis.models import ModelOutput, ModelRequest, OfflineResponder
-from service import DiwaniyaClient, Settings, build_app
+from service import DiwaniyaClient, Settings
 from service.errors import DOMAIN, from_status, translate
-from tests.service.conftest import DEFAULT_TIME, collect, kinds
+from tests.service.conftest import collect, kinds, running
 
 SECRET = "/srv/secret/path token=hunter2"
 
@@ -51,17 +50,9 @@ class FaultyModel:
 @asynccontextmanager
 async def serve(tmp_path: Path, model: FaultyModel | None = None
                 ) -> AsyncIterator[DiwaniyaClient]:
-    app = await build_app(Settings(data_dir=tmp_path / "data", listen="127.0.0.1:0"),
-                          clock=FixedClock(DEFAULT_TIME), model=model)
-    server = app.server()
-    await server.start()
-    client = DiwaniyaClient(f"127.0.0.1:{server.port}")
-    try:
-        yield client
-    finally:
-        await client.close()
-        await server.drain(0, delay=0)
-        await app.close()
+    settings = Settings(data_dir=tmp_path / "data", listen="127.0.0.1:0")
+    async with running(settings, model=model) as svc:
+        yield svc.client
 
 
 async def _messages(*texts: str) -> AsyncIterator[pb.ClientMessage]:

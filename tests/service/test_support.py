@@ -10,7 +10,6 @@ a next step.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,13 +26,6 @@ GENDERS = (None, "m", "f")
 # 2027-02-25 09:00 in Kuwait: 18 Ramadan 1448 and Kuwait's National Day.
 RAMADAN_NATIONAL_DAY = datetime(2027, 2, 25, 6, 0, tzinfo=UTC)
 HOURS = "# أوقات العمل\n\nالدوام من الأحد إلى الخميس، من 8 صباحًا إلى 4 عصرًا.\n"
-
-
-@pytest.fixture
-def webhook_server() -> Iterator[WebhookServer]:
-    server = WebhookServer()
-    yield server
-    server.close()
 
 
 def _reply(events: list[Any]) -> str:

@@ -26,9 +26,8 @@ import pytest
 import pytest_asyncio
 
 from diwaniya.v1 import conversations_pb2 as pb
-from majlis.culture import FixedClock
-from service import DiwaniyaClient, Settings, build_app
-from tests.service.conftest import DEFAULT_TIME, collect
+from service import DiwaniyaClient, Settings
+from tests.service.conftest import collect, running
 
 RUN = uuid.uuid4().hex[:8]
 # 20 March 2026, 09:00 in the Gulf: Eid al-Fitr 1447, and a Friday.
@@ -229,16 +228,8 @@ async def wording_client(request: pytest.FixtureRequest,
     values: dict[str, Any] = {"data_dir": data_dir, "listen": "127.0.0.1:0", "drain_grace_s": 5.0}
     if request.param == "postgres":
         values["database_url"] = request.getfixturevalue("pg_dsn")
-    app = await build_app(Settings(**values), clock=FixedClock(DEFAULT_TIME))
-    server = app.server()
-    await server.start()
-    client = DiwaniyaClient(f"127.0.0.1:{server.port}")
-    try:
-        yield client
-    finally:
-        await client.close()
-        await server.drain(0, delay=0)
-        await app.close()
+    async with running(Settings(**values)) as svc:
+        yield svc.client
 
 
 @pytest.mark.asyncio(loop_scope="module")
