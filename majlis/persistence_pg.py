@@ -24,6 +24,7 @@ from diwaniya.errors import ConfigurationError, Unavailable
 from majlis.fence import DeferredSaver
 from majlis.limit_storage import PG_DDL as LIMITS_DDL
 from majlis.persistence import IDLE_CHECK_S, Persistence, PoolOptions, checkpoint_serde
+from majlis.pg_pool import EvidencePool
 from majlis.retention import RetentionPolicy
 from majlis.state import TURN_RECORDS
 from majlis.threads_pg import PostgresThreadStore
@@ -35,8 +36,9 @@ _returned_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
     weakref.WeakKeyDictionary())
 
 
-class _StampedPool(AsyncConnectionPool[Any]):
-    """A pool that notes when each connection came back (for :func:`_check_if_idle`)."""
+class _StampedPool(EvidencePool):
+    """A pool that notes when each connection came back (for :func:`_check_if_idle`);
+    its checkout timeouts carry their verdict, busy or down (majlis.pg_pool)."""
 
     async def putconn(self, conn: AsyncConnection[Any]) -> None:
         _returned_at[conn] = time.monotonic()

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from diwaniya.errors import DiwaniyaError, ResourceExhausted, StoreUnavailable
+from memory.pool_health import timeout_error
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -31,13 +32,23 @@ def store_error(exc: BaseException, pool: AsyncConnectionPool[Any] | None = None
                 *, retry_after_s: float = RETRY_AFTER_S) -> DiwaniyaError | None:
     """The domain error for a database failure; None when ``exc`` is not one.
 
-    A pool timeout is RESOURCE_EXHAUSTED only when ``pool`` shows every
-    connection open and in use (busy, not broken); otherwise the database is
-    taken to be down.
+    A pool timeout from one of our pools (majlis.pg_pool.CheckoutTimeout)
+    carries the verdict its pool took when it timed out: RESOURCE_EXHAUSTED
+    unless the pool's newest connection attempt had failed (the database
+    answers, every connection is lent), else UNAVAILABLE. Nothing read here,
+    later, decides it: by now a connection may have come back. A bare
+    ``PoolTimeout`` (a pool that keeps no evidence) is RESOURCE_EXHAUSTED only
+    when ``pool`` still shows every connection open and in use.
 
     >>> from psycopg_pool import PoolTimeout
     >>> store_error(PoolTimeout("couldn't get a connection after 2.00 sec")).retry_after_s
     1.0
+    >>> from majlis.pg_pool import CheckoutTimeout
+    >>> from memory.pool_health import Verdict
+    >>> busy = Verdict(down=False, detail="", failed_s_ago=None)   # «كل الاتصالات مشغولة»
+    >>> type(store_error(CheckoutTimeout("…", verdict=busy, pool_name="diwaniya-locks",
+    ...                                  max_size=8))).__name__
+    'ResourceExhausted'
     """
     if isinstance(exc, DiwaniyaError) or not isinstance(exc, Exception):
         return None
@@ -54,6 +65,11 @@ def store_error(exc: BaseException, pool: AsyncConnectionPool[Any] | None = None
         return ResourceExhausted(
             "too many calls are waiting for a database connection; retry in a moment",
             retry_after_s=retry_after_s)
+    from majlis.pg_pool import CheckoutTimeout
+
+    if isinstance(exc, CheckoutTimeout):
+        return timeout_error(exc.verdict, what=f"pool {exc.pool_name!r}", max_size=exc.max_size,
+                             retry_after_s=retry_after_s, timeout_detail=_short(exc))
     if isinstance(exc, PoolTimeout) and pool is not None and _all_busy(pool):
         return ResourceExhausted(
             f"all {pool.max_size} database connections of pool {pool.name!r} are busy; "

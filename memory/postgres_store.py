@@ -26,7 +26,7 @@ from typing import Any
 
 import asyncpg
 
-from diwaniya.errors import ConfigurationError, ResourceExhausted, StoreUnavailable, Unavailable
+from diwaniya.errors import ConfigurationError, StoreUnavailable, Unavailable
 from memory.arabizi_stage import all_keys, arabizi_readings, choose_readings
 from memory.expansion import BRIDGE_WEIGHT, Expander, weighted_terms
 from memory.pg_deltas import apply_delta as _apply_delta
@@ -47,6 +47,7 @@ from memory.pg_schema import (
     UPSERT,
 )
 from memory.pg_search_sql import RECALL, SEARCH, SIMILAR_TERMS
+from memory.pool_health import ConnectEvidence, timeout_error
 from memory.ranking import K1, B
 from memory.records import (
     DocumentInfo,
@@ -138,8 +139,11 @@ class PostgresMemoryStore:
         typo: bool = True,
         trgm_threshold_set: bool = False,
         fingerprint: str | None = None,
+        evidence: ConnectEvidence | None = None,
     ) -> None:
         self._pool = pool
+        # What acquire timeouts are judged on; a caller's own pool records none (busy).
+        self._evidence = evidence or ConnectEvidence()
         # What the rows' keys are recorded as (memory.rekey); None: a key
         # function nlp did not name (tests' own), never recorded nor re-keyed.
         self._fingerprint = fingerprint or keys_fingerprint(keys)
@@ -191,9 +195,10 @@ class PostgresMemoryStore:
                 server_settings["pg_trgm.similarity_threshold"] = str(float(THRESHOLD))
             if application_name:
                 server_settings["application_name"] = application_name
+            evidence = ConnectEvidence()  # every connection attempt's outcome, for _conn
             pool = await asyncpg.create_pool(
                 dsn, min_size=min(min_size, max_size), max_size=max_size,
-                server_settings=server_settings,
+                server_settings=server_settings, connect=evidence.recording(asyncpg.connect),
                 connection_class=_NoResetConnection,
                 timeout=connect_timeout_s, command_timeout=command_timeout_s,
             )
@@ -201,7 +206,7 @@ class PostgresMemoryStore:
             raise Unavailable(f"cannot connect to the memory database: {exc}") from exc
         return cls(pool, keys=keys, owns_pool=True, candidate_budget=candidate_budget,
                    expand=expand, acquire_timeout_s=acquire_timeout_s, typo=typo,
-                   trgm_threshold_set=typo, fingerprint=fingerprint)
+                   trgm_threshold_set=typo, fingerprint=fingerprint, evidence=evidence)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
@@ -209,13 +214,10 @@ class PostgresMemoryStore:
         try:
             try:
                 conn = await self._pool.acquire(timeout=self._acquire_timeout)
-            except TimeoutError:
-                if self._pool.get_size() >= self._pool.get_max_size() and \
-                        not self._pool.get_idle_size():
-                    raise ResourceExhausted(
-                        f"all {self._pool.get_max_size()} memory database connections are "
-                        "busy; retry in a moment", retry_after_s=1.0) from None
-                raise
+            except TimeoutError as exc:  # busy, also while the pool grows, unless a connect failed
+                raise timeout_error(self._evidence.verdict(), what="the memory pool",
+                                    max_size=self._pool.get_max_size(), retry_after_s=1.0,
+                                    timeout_detail="no pooled connection in time") from exc
             try:
                 yield conn
             finally:

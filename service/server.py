@@ -142,6 +142,8 @@ class ServerOptions:
     # replicas after a scale-out; open streams get the grace. None: never.
     max_connection_age_s: float | None = 300.0
     max_connection_age_grace_s: float = 150.0
+    # gRPC cancels a call the loop has not taken after this long (service.settings).
+    accept_timeout_s: int = 600
     max_message_bytes: int = 1 << 20
     max_concurrent_streams: int = 256
     keepalive_time_s: int = 60
@@ -195,6 +197,9 @@ class Server:
             ("grpc.keepalive_timeout_ms", options.keepalive_timeout_s * 1000),
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
+            # Not gRPC's 30 s: on a starved loop calls wait longer than that to be
+            # taken, and gRPC would cancel them unseen (CANCELLED, no event, no log).
+            ("grpc.server_max_unrequested_time_in_server", options.accept_timeout_s),
         ]
         if options.max_connection_age_s is not None:
             grpc_options += [

@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     # None: connections live forever.
     max_connection_age_s: float | None = Field(default=300.0, gt=0)
     max_connection_age_grace_s: float = Field(default=150.0, ge=0)
+    # How long a call that reached gRPC may wait for the event loop to take it
+    # (grpc.server_max_unrequested_time_in_server). Past it gRPC cancels the call
+    # unseen: the client gets CANCELLED with no events and nothing is logged —
+    # gRPC's own 30 s did that to 56–161 of 200 streams on an overloaded
+    # machine. Kept above every client deadline, a call the loop is late for is
+    # served late or ends at the client's own DEADLINE_EXCEEDED, which is the truth.
+    accept_timeout_s: int = Field(default=600, ge=1)
     # A replica's PostgreSQL connections across every pool (split in
     # majlis.pg_budget; divided between `serve --workers` processes).
     pg_max_connections: int = Field(default=30, ge=3)

@@ -138,6 +138,7 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/chaos/test_kill_restart.py::",
     "tests/service/test_workers.py::",
     "tests/service/test_server.py::test_sigterm_drains_the_real_process",
+    "tests/service/test_accept_wait.py::",  # blocks its loop past gRPC's 30 s on purpose
     "tests/service/test_connection_budget.py::test_workers_share_the_replica_budget",
     "tests/test_deploy.py::test_pod_config_migrates_then_serves_its_probes",
     "tests/service/test_offline_qa.py::",

@@ -8,7 +8,10 @@ with ``pg_ctl``. initdb refuses to run as root, so as root it runs as the
 
 :class:`DroppingProxy` sits between the service and PostgreSQL: ``drop()``
 closes every proxied connection at once and refuses new ones until
-``restore()`` — a network partition, as opposed to a database restart.
+``restore()`` — a network partition, as opposed to a database restart;
+``stall()`` accepts new connections but forwards nothing until ``restore()`` —
+a connect that neither succeeds nor fails (a black hole, or a database too
+slow to take it).
 """
 
 from __future__ import annotations
@@ -93,6 +96,8 @@ class DroppingProxy:
         self._server: asyncio.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self.refusing = False
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self.port = 0
 
     async def start(self) -> DroppingProxy:
@@ -104,6 +109,7 @@ class DroppingProxy:
         if self.refusing:
             writer.close()
             return
+        await self._flowing.wait()  # stall(): held here, neither refused nor served
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._upstream)
         except OSError:
@@ -132,8 +138,13 @@ class DroppingProxy:
             transport.abort()
         self._open.clear()
 
+    def stall(self) -> None:
+        """Leave connections made from now on hanging (connected, never answered)."""
+        self._flowing.clear()
+
     def restore(self) -> None:
         self.refusing = False
+        self._flowing.set()
 
     async def close(self) -> None:
         self.drop()
