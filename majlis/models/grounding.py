@@ -34,7 +34,8 @@ from majlis.models.qtypes import PROCLITIC, fold_words
 from majlis.models.types import Recalled
 from nlp.keys import KeyFunction, content_keys, search_keys
 
-__all__ = ["FEATURES", "gate_features", "gram_features", "question_words", "with_answer"]
+__all__ = ["FEATURES", "gate_features", "gram_features", "letter_share", "question_words",
+           "text_grams", "with_answer"]
 
 # The features, in the order of the shipped coefficients.
 FEATURES = ("sent_gram", "doc_gram", "missing", "kb_missing", "specific", "best_word", "short",
@@ -66,6 +67,24 @@ def _text_grams(text: str) -> frozenset[str]:
         for form in _forms(w):
             out |= _grams(form)
     return frozenset(out)
+
+
+def text_grams(text: str) -> frozenset[str]:
+    """The letter 3- and 4-grams of every word of ``text`` (and of its bare forms).
+
+    >>> sorted(text_grams("الكهرباء"))[:3]
+    ['الك', 'الكه', 'باء']
+    """
+    return _text_grams(text)
+
+
+def letter_share(word: str, grams: frozenset[str]) -> float:
+    """Share of a (folded) word's letter n-grams found in ``grams``, best over its forms.
+
+    >>> letter_share("كهربا", text_grams("انقطاع الكهرباء"))
+    1.0
+    """
+    return _share(word, grams)
 
 
 def question_words(question: str, keys: KeyFunction = search_keys,

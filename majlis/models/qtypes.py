@@ -188,7 +188,11 @@ _REQUIREMENT_CUES = frozenset(
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
 # Dialect «which»: Egyptian انهي, Iraqi ياتو/يا, Maghrebi اينا/اشمن, Arabizi.
 _WHICH = frozenset("اي لاي باي انهي اينا اشمن ياتو ay ayy anhi ina ashmen".split())
-_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ نهار شهر sa3a youm yom nhar wa9t wa2t".split())
+_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ نهار شهر sa3a youm yom nhar wa9t wa2t"
+                        " ساعات ايام اوقات مواعيد موعد تواريخ شهور اشهر سنه".split())
+# «أي فرع», «انهي مكان», «ياتو منطقة»: which branch/place asks a place.
+_WHICH_PLACE = frozenset("فرع فروع مكان اماكن منطقه مناطق مدينه مدن مركز مراكز عنوان"
+                         " محل محلات معرض صفحه".split())
 # Egyptian «قد ايه» (how much / how long), Arabic and Arabizi.
 _HOW_MUCH = frozenset({("قد", "ايه"), ("قد", "اي"), ("ad", "eh"), ("2ad", "eh"), ("ad", "eih")})
 
@@ -199,6 +203,9 @@ def question_type(text: str) -> QuestionType:
     >>> [question_type(q).value for q in ("شكد سعر التوصيل؟", "امتى تفتحون؟",
     ...     "وين أقرب فرع؟", "يشمله الضمان؟", "شلون أغير الباسورد؟", "abi a3raf")]
     ['quantity', 'time', 'place', 'yes_no', 'procedure', 'other']
+    >>> [question_type(q).value for q in ("بأي ايام تفتحون؟", "انهي فرع قريب مني؟",
+    ...     "تعطوني خط مؤقت؟ لكم شهر؟", "الهدية لكم؟")]
+    ['time', 'place', 'quantity', 'other']
     """
     words = fold_words(text)
     for word in words:
@@ -213,6 +220,11 @@ def question_type(text: str) -> QuestionType:
     for prev, word in zip(["", *bare], bare, strict=False):
         if prev in _WHICH and word in _WHICH_TIME:
             return QuestionType.TIME
+        if prev in _WHICH and word in _WHICH_PLACE:
+            return QuestionType.PLACE
+        if prev == "لكم" and word in _DURATION_WORDS:
+            # «لكم يوم؟» (for how many days): «لكم» is «for you» unless a unit follows.
+            return QuestionType.QUANTITY
         if (prev, word) in _HOW_MUCH:
             return QuestionType.QUANTITY
     if any(w in _WHAT for w in words[:2]):
