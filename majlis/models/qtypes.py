@@ -49,7 +49,9 @@ _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
         "كم بكم كام بكام شكد بشكد اشكد شقد بشقد قديش بقديش قديه قداش بقداش قداه شحال بشحال"
         " چم جم"
         " kam kaam bkam adesh 2adesh addesh 2addesh 2addeh addeh 2adde adde 2adeh adeh"
-        " shkad shgad chkad ch7al sh7al chhal shhal ch7al cham gaddesh".split()
+        " shkad shgad chkad ch7al sh7al chhal shhal ch7al cham gaddesh"
+        # Maghrebi «قداش» as Arabizi writes it (9 and q for ق, ch and sh for ش).
+        " 9adech 9addech 9adesh 9addesh 9adach qadech qaddech gadech kadech".split()
     ),
     QuestionType.TIME: frozenset(
         "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت اشوكت ايمته وقتيش امتين"
