@@ -25,16 +25,13 @@ reply: :func:`display_text` strips them from whatever is served.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from majlis.models.concepts import concepts_words, held_by_letters, verb_shaped
 from majlis.models.display import HEADING_LINE, display_text, display_topic
 from majlis.models.extract import split_sentences
-from majlis.models.grounding import letter_share, text_grams
 from majlis.models.injection import addresses_assistant
-from majlis.models.qtypes import MARKS as _MARKS
-from majlis.models.qtypes import PROCLITIC as _PROCLITIC
 from majlis.models.qtypes import (
     QuestionType,
     answers_type,
@@ -61,6 +58,7 @@ __all__ = [
     "looks_dialect",
     "question_type",
     "select_answer",
+    "verb_shaped",
 ]
 
 Expander = Callable[[str], list[str]]
@@ -84,14 +82,6 @@ _MIN_GAIN = 0.05
 MSA_CHUNKS = 3
 # Weight of the title's share in Answer.grounding (see there).
 TITLE_GROUNDING = 0.3
-# A dialect question's word the chunk's keys miss still counts as held when more than
-# three fifths of its letter 3/4-grams are there and it has five letters or more
-# (_held_by_letters).  Measured in session 10: four letters let «ميجا» match «ميجابت»
-# and a support unanswerable was quoted; a share of 0.5 or 0.6 let «اليرموك» match a
-# long ARCD passage by chance (3 of its 5 grams) and ARCD out-of-KB abstention fell
-# 0.8571 → 0.8557; at 0.65 neither happens (support answers 545 of 918 vs 548).
-LETTER_SHARE = 0.65
-LETTER_MIN = 5
 # Answer.lead is capped: a document alone in the recall leads by this much.
 LEAD_CAP = 10.0
 # A sentence opening with a pronoun continues the one before: «هو الملك الثالث
@@ -142,197 +132,6 @@ class Answer:
         return self.chunk_coverage + TITLE_GROUNDING * self.title_share
 
 
-_ARABIC = re.compile("[\u0621-\u064a]")
-# A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
-_ONE_LETTER_PROCLITIC = re.compile("^[بفلوك](?=[\u0621-\u064a]{3})")
-
-
-# Words that frame a question but that its answer need not repeat: «أين يقع الفرع؟»
-# is answered by «فرعنا في الرياض», «كم يستغرق الحذف؟» by «يحذف خلال 30 يوما».
-# Folded keys; a concept made of these alone is not required of the answer.
-_FRAME = frozenset(
-    "يقع تقع يستغرق تستغرق يتم تتم تكون يكون اقدر نقدر استطيع نستطيع يمكنني يمكننا"
-    " موجود موجوده متوفر".split()
-)
-# A «كم/متى» question names its measure («كم عندي وقت؟», «ما مدة الضمان؟»); the type
-# evidence (a number, a duration) answers it, so the word is not also required.
-# Measure words («الساعة كم؟», «بأي تاريخ؟», «أقل مبلغ», «الحد الأقصى»): what kind of
-# answer is wanted, never the subject a policy would hold, so one left unmatched is
-# not a missing subject (Answer.plain_missing).  Folded, without the article.
-_MEASURES = frozenset(
-    "ساعه تاريخ يوم ايام مبلغ حد ادني اقصي اقل اكثر مده مهله عدد قيمه نسبه كميه"
-    # what a requirement question asks for («ما الشروط؟», «وش الأوراق المطلوبة؟»)
-    " شروط شرط اوراق مستندات وثائق متطلبات مطلوبه".split()
-)
-_TYPE_FRAME = {
-    QuestionType.QUANTITY: frozenset("وقت الوقت مده المده فتره الفتره".split()),
-    QuestionType.TIME: frozenset("وقت الوقت موعد مواعيد".split()),
-}
-
-
-def _concepts(
-    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
-    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
-) -> list[frozenset[str]]:
-    return [c for c, _plain in _concepts_plain(question, keys, stop, expand, dialect=dialect,
-                                               qtype=qtype)]
-
-
-def _concepts_plain(
-    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
-    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
-) -> list[tuple[frozenset[str], bool]]:
-    return [(c, plain) for c, plain, _words_of in _concepts_words(
-        question, keys, stop, expand, dialect=dialect, qtype=qtype)]
-
-
-def _concepts_words(
-    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
-    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
-) -> list[tuple[frozenset[str], bool, tuple[str, ...]]]:
-    """One key set per content word of the question: its own keys plus its bridge keys.
-
-    A ``dialect`` question also drops frame words and matches by root (see
-    :func:`_root`): its words are never the policy's own, while an MSA question
-    keeps the ARCD-calibrated matching unchanged.
-
-    Each concept comes with ``plain``: written in Arabic letters and unknown to the
-    bridge — an MSA word as the customer wrote it («المستعملة», «الدولار»), which a
-    policy about it would contain, unlike a dialect word the bridge has not met."""
-    tokens = question.split()
-    found: list[tuple[set[str], frozenset[str], bool, str]] = []
-    frame = _TYPE_FRAME.get(qtype, frozenset())
-    for i, token in enumerate(tokens):
-        own = set(content_keys(token, keys, stop))
-        word = _PROCLITIC.sub("", "".join(_words(token)))
-        if not own or (dialect and word in _FRAME) or word in frame:
-            continue
-        # «وما», «ومش», «بلا»: a conjunction on a function word names no subject.
-        conjoined = _conjoined_function(token, keys, stop, expand)
-        bridged = expand(token) if expand is not None else []
-        if expand is not None and i > 0:
-            # A two-word phrase («الرقم السري» → كلمة المرور، «ما زبط» → تعذر)
-            # belongs to its second word.
-            pair = expand(f"{tokens[i - 1]} {token}")
-            bridged += [w for w in pair if w not in expand(tokens[i - 1])]
-        if bridged:
-            extra = set(content_keys(" ".join(bridged), keys, stop))
-            if not extra:
-                continue  # «شكد», «emta», «wach»: a dialect function word
-            if frame and all(fold_msa in frame for fold_msa in _words(" ".join(bridged))):
-                continue  # «wagt», «وكت» → وقت: the measure a «كم» question names
-            own |= extra
-        bare = _ONE_LETTER_PROCLITIC.sub("", _MARKS.sub("", token))
-        core = set(content_keys(token, keys, stop))
-        if bare != token:
-            core |= set(content_keys(bare, keys, stop))
-            own |= core
-        found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
-                                          roots=dialect)),
-                      _with_skeletons(sorted(core), bare, roots=dialect),
-                      (not bridged or _DEFINITE.match(bare) is not None)
-                      and _ARABIC.match(bare) is not None
-                      and not verb_shaped(bare) and word not in _MEASURES
-                      and not conjoined
-                      and word not in _NOT_SUBJECT,
-                      word))
-    # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
-    # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
-    # same thing asked as «الاستلام» written beside it.
-    merged: list[tuple[set[str], set[str], list[bool], list[str]]] = []
-    for concept, own_core, plain, surface in found:
-        core = set(own_core)
-        for other, other_core, flags, surfaces in merged:
-            if not other_core.isdisjoint(core):
-                other |= concept
-                other_core |= core
-                flags.append(plain)
-                surfaces.append(surface)
-                break
-        else:
-            merged.append((concept, core, [plain], [surface]))
-    return [(frozenset(c), all(flags), tuple(surfaces))
-            for c, _core, flags, surfaces in merged]
-
-
-def _conjoined_function(token: str, keys: KeyFunction, stop: frozenset[str],
-                        expand: Expander | None) -> bool:
-    """Is the token a conjunction or preposition (و، ف، ب) on a function word?
-
-    The key function keeps «وما», «ومش», «بلا» whole, as if they named something;
-    without their first letter they are «ما», «مش», «لا»: MSA stop words, or dialect
-    words the bridge turns into none (``expand``).
-
-    >>> import nlp
-    >>> k = nlp.search_keys
-    >>> [_conjoined_function(w, k, nlp.stop_keys_for(k), nlp.dialect_to_msa)
-    ...  for w in ("وما", "ومش", "والرسوم", "وفاتورة")]
-    [True, True, False, False]
-    """
-    folded = "".join(_words(token))
-    if len(folded) < 3 or folded[0] not in "وفب":
-        return False
-    rest = folded[1:]
-    if not content_keys(rest, keys, stop):
-        return True
-    bridged = expand(rest) if expand is not None else []
-    return bool(bridged) and not content_keys(" ".join(bridged), keys, stop)
-
-
-# Words that never name a policy's subject, so one the chunk lacks is no sign that
-# the knowledge base lacks what was asked: time deixis («امس», «الليل»), quantity and
-# manner («كلها», «مرة وحدة», «نص», «عادي»), place deixis («فوق», «تحت», «برا»),
-# complementisers («انه», «يكن»).  Folded, without the article.  Written from the
-# grammar of the dialects and MSA, not from any evaluation question.
-_NOT_SUBJECT = frozenset(
-    "امس البارحه ليل ليله صبح مسا جاي جايه جاييه ماضي فات قادم جديد جديده قديم قديمه"
-    " كل كله كلها كلهم كلو مره مرات وحده واحد واحده نص نصف ربع شوي عادي عاديه"
-    " فوق تحت برا جوا قدام ورا انه انها انهم انو يكن تكن كان كانت صار صارت".split()
-)
-
-
-# A definite noun the bridge knows («التقني» → فني, «الكوسيون» → تأمين) still names the
-# subject asked about: a chunk holding none of its MSA words lacks it, as for a plain word.
-_DEFINITE = re.compile("^(?:[وفب]?ال|لل)(?=[\u0621-\u064a]{3})")
-_VERB_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي"})
-_NOUN_ENDING = ("ه", "ات", "ين", "ون", "يه")
-_VERB_SUFFIX = ("وني", "ولي", "تني", "تلي", "توا", "تو", "تم", "تنا", "تولي", "تونا")
-
-
-def verb_shaped(word: str) -> bool:
-    """Is an unmatched word shaped like the customer's own verb rather than a subject?
-
-    «اشوف», «اوقف», «نربط», «بعرف», «اشتريت», «استعمل» describe what the customer
-    does; the subject a policy would hold is a noun («الدولار», «تأمين», «ماركة»,
-    «لغات»).  A verb shape: no article, no noun ending (ة، ات، ين، ون، ية), and an
-    imperfect prefix (ا، ن، ت، ي، ب) on four letters, or (ي، ت، ن) on five unless
-    the word has the masdar's or the plural's long vowel («تأمين», «تذاكر»), the
-    tenth form (است…، يست…), the perfect's person ending ت on four letters or more
-    («طلعت», not «…ات»), or a person and object ending (وني، ولي، تني، توا، تم…)
-    on five or more.
-
-    >>> [verb_shaped(w) for w in ("اشوف", "نربط", "بعرف", "اشتريت", "استعمل",
-    ...                           "الدولار", "تأمين", "ماركة", "لغات", "وضع")]
-    [True, True, True, True, True, False, False, False, False, False]
-    >>> [verb_shaped(w) for w in ("طلعت", "سلمتني", "وافقتوا", "يشتري", "تستغرق",
-    ...                           "سكوت", "ثبات", "كبريتة", "تسجيل", "تذاكر")]
-    [True, True, True, True, True, False, False, False, False, False]
-    """
-    w = _MARKS.sub("", word).translate(_VERB_FOLD).rstrip("؟?!.,،")
-    if w.startswith("ال") or w.endswith(_NOUN_ENDING) or len(w) < 4:
-        return False
-    if w.startswith(("است", "يست", "تست", "نست")) and len(w) >= 6:
-        return True
-    if len(w) == 5 and w[0] in "يتن" and w[2] != "ا" and w[3] != "ي":
-        return True  # «يشتري», «تقتطع», «يتحمل»; not «تأمين», «تذاكر» (تفعيل، تفاعل)
-    if len(w) >= 5 and w.endswith("ت"):
-        return True
-    if len(w) >= 5 and w.endswith(_VERB_SUFFIX):
-        return True  # «وافقتوا», «سلمتني», «جبتولي»: a verb with its person and object
-    if len(w) == 4 and w.endswith("ت") and w[2] not in "او":
-        return True  # «طلعت», «خديت»: a perfect verb's person ending (not «…ات», «سكوت»)
-    return len(w) == 4 and w[0] in "انتيب"
-
 
 def _sentences(item: Recalled) -> list[str]:
     """Display sentences of a chunk; heading lines, title-only lines and injected
@@ -375,7 +174,7 @@ def select_answer(
     qtype = question_type(question)
     if not dialect:
         recalled = recalled[:MSA_CHUNKS]
-    with_words = _concepts_words(question, keys, stop, expand, dialect=dialect, qtype=qtype)
+    with_words = concepts_words(question, keys, stop, expand, dialect=dialect, qtype=qtype)
     with_plain = [(c, plain) for c, plain, _w in with_words]
     concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:
@@ -433,7 +232,7 @@ def select_answer(
         chosen.add(first - 1)
     chunk_keys = set().union(*(p[3] for p in chunk))
     asked = set().union(*concepts)
-    by_letters = _held_by_letters(with_words, chunk_keys, recalled[rank], dialect)
+    by_letters = held_by_letters(with_words, chunk_keys, recalled[rank], dialect)
     title_keys = _with_skeletons(content_keys(display_topic(recalled[rank].title), keys, stop),
                                  roots=dialect)
     return Answer(
@@ -456,25 +255,6 @@ def select_answer(
                           if plain and not h and {k for k in c if not k.startswith("^")}
                           .isdisjoint(chunk_keys)),
     )
-
-
-def _held_by_letters(with_words: Sequence[tuple[frozenset[str], bool, tuple[str, ...]]],
-                     chunk_keys: set[str], item: Recalled, dialect: bool) -> list[bool]:
-    """Per concept: does the chunk hold it by its letters, where its keys missed?
-
-    A dialect spelling or derivation changes a letter or two of a word, not most of
-    it: «كهربا» is «الكهرباء», «التامينات» is «التأمين».  A word of
-    :data:`LETTER_MIN` letters or more counts as held when at least
-    :data:`LETTER_SHARE` of its 3- and 4-grams are in the chunk (grounding.py's
-    measure).  Shorter words share their few grams by chance («ميجا» in «ميجابت»).
-    MSA questions keep the ARCD-calibrated matching (False for every concept)."""
-    if not dialect:
-        return [False] * len(with_words)
-    grams = text_grams(f"{item.title} {item.text}")
-    return [c.isdisjoint(chunk_keys)
-            and any(len(w) >= LETTER_MIN and letter_share(w, grams) >= LETTER_SHARE
-                    for w in words)
-            for c, _plain, words in with_words]
 
 
 # A candidate sentence: (chunk rank, position, text, its keys and loose forms, type strength).
