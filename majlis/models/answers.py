@@ -36,6 +36,7 @@ from majlis.models.qtypes import (
     QuestionType,
     answers_type,
     asks_duration,
+    asks_existence,
     asks_price,
     carries_price,
     looks_dialect,
@@ -118,6 +119,10 @@ class Answer:
     strength: float = 0.0
     # How many things the question asks about (its concepts, one per content word).
     concepts: int = 0
+    # Plain concepts the chosen *sentences* lack (plain_missing counts the chunk's).
+    sentence_plain_missing: int = 0
+    # The question asks whether something is had or offered (qtypes.asks_existence).
+    existence: bool = False
 
     @property
     def text(self) -> str:
@@ -254,6 +259,10 @@ def select_answer(
         plain_missing=sum(1 for (c, plain), h in zip(with_plain, by_letters, strict=True)
                           if plain and not h and {k for k in c if not k.startswith("^")}
                           .isdisjoint(chunk_keys)),
+        sentence_plain_missing=sum(1 for c, plain in with_plain
+                                   if plain and {k for k in c if not k.startswith("^")}
+                                   .isdisjoint(found)),
+        existence=asks_existence(question),
     )
 
 

@@ -181,7 +181,9 @@ def _conjoined_function(token: str, keys: KeyFunction, stop: frozenset[str],
 _NOT_SUBJECT = frozenset(
     "امس البارحه ليل ليله صبح مسا جاي جايه جاييه ماضي فات قادم جديد جديده قديم قديمه"
     " كل كله كلها كلهم كلو مره مرات وحده واحد واحده نص نصف ربع شوي عادي عاديه"
-    " فوق تحت برا جوا قدام ورا انه انها انهم انو يكن تكن كان كانت صار صارت".split()
+    " فوق تحت برا جوا قدام ورا انه انها انهم انو يكن تكن كان كانت صار صارت"
+    # «خدمة X»: the frame of what is offered, never the thing itself.
+    " خدمه خدمات".split()
 )
 
 

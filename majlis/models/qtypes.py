@@ -22,6 +22,7 @@ __all__ = [
     "QuestionType",
     "answers_type",
     "asks_duration",
+    "asks_existence",
     "asks_price",
     "carries_price",
     "fold_words",
@@ -274,6 +275,27 @@ def _asks_definition(words: list[str]) -> bool:
     else:
         return False
     return 0 < len(subject) <= _SUBJECT_WORDS
+
+
+# «Do you have / is there / do you offer …?» opening a question, folded: Gulf/Iraqi
+# عندكم، عدكم، اكو، فيه; Levantine في، عندكن، بتعملوا; Egyptian فيه، بتبيعوا;
+# Maghrebi كاين، كتبيعو; MSA يوجد، تتوفر، توفرون، تقدمون.
+_EXISTENCE = frozenset(
+    "عندكم عندكن عندك عدكم فيه في فيش اكو كاين كاينه كاينة يوجد توجد تتوفر يتوفر تقدمون"
+    " توفرون بتعملوا بتعملو تسوون بتاجروا بتأجروا تبيعون بتبيعوا بتبيعو كتبيعو".split()
+)
+
+
+def asks_existence(text: str) -> bool:
+    """Does the question ask whether something is had or offered?
+
+    >>> asks_existence("عندكم خصم للطلاب؟"), asks_existence("واش كاين شي عرض؟")
+    (True, True)
+    >>> asks_existence("كم رسوم التوصيل؟"), asks_existence("الخصم عندكم كم؟")
+    (False, False)
+    """
+    words = [w for w in fold_words(text) if w not in ("هل", "واش", "wach", "wash")]
+    return bool(words) and words[0] in _EXISTENCE
 
 
 def asks_duration(text: str) -> bool:

@@ -19,7 +19,7 @@ import nlp
 from majlis.models import Citation, OfflineResponder, Recalled, ResponderContext
 from majlis.models.answers import select_answer
 from majlis.models.concepts import concepts_words, held_by_letters, story_positions, verb_shaped
-from majlis.models.qtypes import QuestionType, question_type
+from majlis.models.qtypes import QuestionType, asks_existence, question_type
 from nlp.keys import stop_keys_for
 
 KEYS = nlp.search_keys
@@ -149,3 +149,24 @@ def test_a_chunk_holds_a_word_by_its_letters_only_for_long_words_of_dialect() ->
 ])
 def test_which_and_how_many_questions_are_typed(question: str, qtype: QuestionType) -> None:
     assert question_type(question) is qtype
+
+
+# -- «عندكم…؟ / فيه…؟»: what is offered must be named by the sentence served ------------
+
+def test_an_existence_question_needs_its_thing_in_the_sentence_served() -> None:
+    # Iraqi/Gulf: is there a fine for *lost* books?  The chunk's fine is for lateness;
+    # the sentence names «الكتب» and «غرامة» but not «الضايعة».
+    reply, cited = _reply("فيه غرامة على الكتب الضايعة؟")
+    assert not cited, reply
+    # Levantine: is there a service collecting clothes from home?  The sentence names it
+    # («خدمة» is the frame of what is offered, not the thing).
+    reply, cited = _reply("فيه خدمة استلام الملابس من البيت؟")
+    assert cited and "من المنزل مجانا" in reply
+
+
+@pytest.mark.parametrize(("question", "existence"), [
+    ("عندكم غسيل للسجاد؟", True), ("واش كاين شي تخفيض؟", True), ("اكو توصيل؟", True),
+    ("بتبيعوا كتب مستعملة؟", True), ("كم رسوم الكي؟", False), ("الغرامة عندكم كم؟", False),
+])
+def test_existence_questions_are_recognised(question: str, existence: bool) -> None:
+    assert asks_existence(question) is existence
