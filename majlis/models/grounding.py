@@ -12,7 +12,10 @@ bench/answer_gate_loso.py fits a logistic gate on them leave-one-set-out over th
 support sets.  Measured (session 9): they separate right answers the bars refuse
 from answers to unanswerable questions only weakly (AUC 0.56–0.66 per feature),
 so at LOSO abstention ≥ 0.90 the gate adds no answer and is not in the serving
-path; the features stay for that measurement and the next attempt.
+path; the features stay for that measurement and the next attempt.  The letter
+measure itself is served since session 10: :func:`text_grams` and
+:func:`letter_share` decide when a chunk holds a dialect word its keys miss
+(majlis.models.concepts.held_by_letters).
 
     >>> import nlp
     >>> from majlis.models.types import Recalled
