@@ -25,19 +25,18 @@ reply: :func:`display_text` strips them from whatever is served.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from majlis.models.concepts import concepts_words, held_by_letters, verb_shaped
 from majlis.models.display import HEADING_LINE, display_text, display_topic
 from majlis.models.extract import split_sentences
 from majlis.models.injection import addresses_assistant
-from majlis.models.qtypes import MARKS as _MARKS
-from majlis.models.qtypes import PROCLITIC as _PROCLITIC
 from majlis.models.qtypes import (
     QuestionType,
     answers_type,
     asks_duration,
+    asks_existence,
     asks_price,
     carries_price,
     looks_dialect,
@@ -60,6 +59,7 @@ __all__ = [
     "looks_dialect",
     "question_type",
     "select_answer",
+    "verb_shaped",
 ]
 
 Expander = Callable[[str], list[str]]
@@ -119,6 +119,10 @@ class Answer:
     strength: float = 0.0
     # How many things the question asks about (its concepts, one per content word).
     concepts: int = 0
+    # Plain concepts the chosen *sentences* lack (plain_missing counts the chunk's).
+    sentence_plain_missing: int = 0
+    # The question asks whether something is had or offered (qtypes.asks_existence).
+    existence: bool = False
 
     @property
     def text(self) -> str:
@@ -132,133 +136,6 @@ class Answer:
         lacks.  Calibrated on ARCD (bench/offline_qa.py, answerable vs held-out)."""
         return self.chunk_coverage + TITLE_GROUNDING * self.title_share
 
-
-_ARABIC = re.compile("[\u0621-\u064a]")
-# A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
-_ONE_LETTER_PROCLITIC = re.compile("^[بفلوك](?=[\u0621-\u064a]{3})")
-
-
-# Words that frame a question but that its answer need not repeat: «أين يقع الفرع؟»
-# is answered by «فرعنا في الرياض», «كم يستغرق الحذف؟» by «يحذف خلال 30 يوما».
-# Folded keys; a concept made of these alone is not required of the answer.
-_FRAME = frozenset(
-    "يقع تقع يستغرق تستغرق يتم تتم تكون يكون اقدر نقدر استطيع نستطيع يمكنني يمكننا"
-    " موجود موجوده متوفر".split()
-)
-# A «كم/متى» question names its measure («كم عندي وقت؟», «ما مدة الضمان؟»); the type
-# evidence (a number, a duration) answers it, so the word is not also required.
-# Measure words («الساعة كم؟», «بأي تاريخ؟», «أقل مبلغ», «الحد الأقصى»): what kind of
-# answer is wanted, never the subject a policy would hold, so one left unmatched is
-# not a missing subject (Answer.plain_missing).  Folded, without the article.
-_MEASURES = frozenset(
-    "ساعه تاريخ يوم ايام مبلغ حد ادني اقصي اقل اكثر مده مهله عدد قيمه نسبه كميه"
-    # what a requirement question asks for («ما الشروط؟», «وش الأوراق المطلوبة؟»)
-    " شروط شرط اوراق مستندات وثائق متطلبات مطلوبه".split()
-)
-_TYPE_FRAME = {
-    QuestionType.QUANTITY: frozenset("وقت الوقت مده المده فتره الفتره".split()),
-    QuestionType.TIME: frozenset("وقت الوقت موعد مواعيد".split()),
-}
-
-
-def _concepts(
-    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
-    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
-) -> list[frozenset[str]]:
-    return [c for c, _plain in _concepts_plain(question, keys, stop, expand, dialect=dialect,
-                                               qtype=qtype)]
-
-
-def _concepts_plain(
-    question: str, keys: KeyFunction, stop: frozenset[str], expand: Expander | None,
-    *, dialect: bool = False, qtype: QuestionType = QuestionType.OTHER,
-) -> list[tuple[frozenset[str], bool]]:
-    """One key set per content word of the question: its own keys plus its bridge keys.
-
-    A ``dialect`` question also drops frame words and matches by root (see
-    :func:`_root`): its words are never the policy's own, while an MSA question
-    keeps the ARCD-calibrated matching unchanged.
-
-    Each concept comes with ``plain``: written in Arabic letters and unknown to the
-    bridge — an MSA word as the customer wrote it («المستعملة», «الدولار»), which a
-    policy about it would contain, unlike a dialect word the bridge has not met."""
-    tokens = question.split()
-    found: list[tuple[set[str], frozenset[str], bool]] = []
-    frame = _TYPE_FRAME.get(qtype, frozenset())
-    for i, token in enumerate(tokens):
-        own = set(content_keys(token, keys, stop))
-        word = _PROCLITIC.sub("", "".join(_words(token)))
-        if not own or (dialect and word in _FRAME) or word in frame:
-            continue
-        bridged = expand(token) if expand is not None else []
-        if expand is not None and i > 0:
-            # A two-word phrase («الرقم السري» → كلمة المرور، «ما زبط» → تعذر)
-            # belongs to its second word.
-            pair = expand(f"{tokens[i - 1]} {token}")
-            bridged += [w for w in pair if w not in expand(tokens[i - 1])]
-        if bridged:
-            extra = set(content_keys(" ".join(bridged), keys, stop))
-            if not extra:
-                continue  # «شكد», «emta», «wach»: a dialect function word
-            if frame and all(fold_msa in frame for fold_msa in _words(" ".join(bridged))):
-                continue  # «wagt», «وكت» → وقت: the measure a «كم» question names
-            own |= extra
-        bare = _ONE_LETTER_PROCLITIC.sub("", _MARKS.sub("", token))
-        core = set(content_keys(token, keys, stop))
-        if bare != token:
-            core |= set(content_keys(bare, keys, stop))
-            own |= core
-        found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
-                                          roots=dialect)),
-                      _with_skeletons(sorted(core), bare, roots=dialect),
-                      (not bridged or _DEFINITE.match(bare) is not None)
-                      and _ARABIC.match(bare) is not None
-                      and not verb_shaped(bare) and word not in _MEASURES))
-    # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
-    # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
-    # same thing asked as «الاستلام» written beside it.
-    merged: list[tuple[set[str], set[str], list[bool]]] = []
-    for concept, own_core, plain in found:
-        core = set(own_core)
-        for other, other_core, flags in merged:
-            if not other_core.isdisjoint(core):
-                other |= concept
-                other_core |= core
-                flags.append(plain)
-                break
-        else:
-            merged.append((concept, core, [plain]))
-    return [(frozenset(c), all(flags)) for c, _core, flags in merged]
-
-
-# A definite noun the bridge knows («التقني» → فني, «الكوسيون» → تأمين) still names the
-# subject asked about: a chunk holding none of its MSA words lacks it, as for a plain word.
-_DEFINITE = re.compile("^(?:[وفب]?ال|لل)(?=[\u0621-\u064a]{3})")
-_VERB_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي"})
-_NOUN_ENDING = ("ه", "ات", "ين", "ون", "يه")
-
-
-def verb_shaped(word: str) -> bool:
-    """Is an unmatched word shaped like the customer's own verb rather than a subject?
-
-    «اشوف», «اوقف», «نربط», «بعرف», «اشتريت», «استعمل» describe what the customer
-    does; the subject a policy would hold is a noun («الدولار», «تأمين», «ماركة»,
-    «لغات»).  A verb shape: no article, no noun ending (ة، ات، ين، ون، ية), and an
-    imperfect prefix (ا، ن، ت، ي، ب) on four letters, the tenth form (است…), or the
-    perfect's person ending ت on five letters or more.
-
-    >>> [verb_shaped(w) for w in ("اشوف", "نربط", "بعرف", "اشتريت", "استعمل",
-    ...                           "الدولار", "تأمين", "ماركة", "لغات", "وضع")]
-    [True, True, True, True, True, False, False, False, False, False]
-    """
-    w = _MARKS.sub("", word).translate(_VERB_FOLD).rstrip("؟?!.,،")
-    if w.startswith("ال") or w.endswith(_NOUN_ENDING) or len(w) < 4:
-        return False
-    if w.startswith("است") and len(w) >= 6:
-        return True
-    if len(w) >= 5 and w.endswith("ت"):
-        return True
-    return len(w) == 4 and w[0] in "انتيب"
 
 
 def _sentences(item: Recalled) -> list[str]:
@@ -302,7 +179,8 @@ def select_answer(
     qtype = question_type(question)
     if not dialect:
         recalled = recalled[:MSA_CHUNKS]
-    with_plain = _concepts_plain(question, keys, stop, expand, dialect=dialect, qtype=qtype)
+    with_words = concepts_words(question, keys, stop, expand, dialect=dialect, qtype=qtype)
+    with_plain = [(c, plain) for c, plain, _w in with_words]
     concepts = [c for c, _plain in with_plain]
     if not concepts or not recalled:
         return None
@@ -359,13 +237,15 @@ def select_answer(
         chosen.add(first - 1)
     chunk_keys = set().union(*(p[3] for p in chunk))
     asked = set().union(*concepts)
+    by_letters = held_by_letters(with_words, chunk_keys, recalled[rank], dialect)
     title_keys = _with_skeletons(content_keys(display_topic(recalled[rank].title), keys, stop),
                                  roots=dialect)
     return Answer(
         source=recalled[rank],
         sentences=tuple(chunk[i][2] for i in sorted(chosen)),
         coverage=covered(found),
-        chunk_coverage=sum(1 for c in concepts if not c.isdisjoint(chunk_keys)) / len(concepts),
+        chunk_coverage=sum(1 for c, h in zip(concepts, by_letters, strict=True)
+                           if h or not c.isdisjoint(chunk_keys)) / len(concepts),
         qtype=qtype,
         typed=typed,
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
@@ -376,9 +256,13 @@ def select_answer(
         concepts=len(concepts),
         # By its own forms (keys, skeletons), not its root: «المستعملة» is not found
         # in «العملاء» because both reduce to ^عمل.
-        plain_missing=sum(1 for c, plain in with_plain
-                          if plain and {k for k in c if not k.startswith("^")}
+        plain_missing=sum(1 for (c, plain), h in zip(with_plain, by_letters, strict=True)
+                          if plain and not h and {k for k in c if not k.startswith("^")}
                           .isdisjoint(chunk_keys)),
+        sentence_plain_missing=sum(1 for c, plain in with_plain
+                                   if plain and {k for k in c if not k.startswith("^")}
+                                   .isdisjoint(found)),
+        existence=asks_existence(question),
     )
 
 

@@ -12,7 +12,10 @@ bench/answer_gate_loso.py fits a logistic gate on them leave-one-set-out over th
 support sets.  Measured (session 9): they separate right answers the bars refuse
 from answers to unanswerable questions only weakly (AUC 0.56–0.66 per feature),
 so at LOSO abstention ≥ 0.90 the gate adds no answer and is not in the serving
-path; the features stay for that measurement and the next attempt.
+path; the features stay for that measurement and the next attempt.  The letter
+measure itself is served since session 10: :func:`text_grams` and
+:func:`letter_share` decide when a chunk holds a dialect word its keys miss
+(majlis.models.concepts.held_by_letters).
 
     >>> import nlp
     >>> from majlis.models.types import Recalled
@@ -34,7 +37,8 @@ from majlis.models.qtypes import PROCLITIC, fold_words
 from majlis.models.types import Recalled
 from nlp.keys import KeyFunction, content_keys, search_keys
 
-__all__ = ["FEATURES", "gate_features", "gram_features", "question_words", "with_answer"]
+__all__ = ["FEATURES", "gate_features", "gram_features", "letter_share", "question_words",
+           "text_grams", "with_answer"]
 
 # The features, in the order of the shipped coefficients.
 FEATURES = ("sent_gram", "doc_gram", "missing", "kb_missing", "specific", "best_word", "short",
@@ -66,6 +70,24 @@ def _text_grams(text: str) -> frozenset[str]:
         for form in _forms(w):
             out |= _grams(form)
     return frozenset(out)
+
+
+def text_grams(text: str) -> frozenset[str]:
+    """The letter 3- and 4-grams of every word of ``text`` (and of its bare forms).
+
+    >>> sorted(text_grams("الكهرباء"))[:3]
+    ['الك', 'الكه', 'باء']
+    """
+    return _text_grams(text)
+
+
+def letter_share(word: str, grams: frozenset[str]) -> float:
+    """Share of a (folded) word's letter n-grams found in ``grams``, best over its forms.
+
+    >>> letter_share("كهربا", text_grams("انقطاع الكهرباء"))
+    1.0
+    """
+    return _share(word, grams)
 
 
 def question_words(question: str, keys: KeyFunction = search_keys,

@@ -256,12 +256,25 @@ class OfflineResponder:
         80 → 81 of 90, ARCD over gRPC unchanged.  Curve: bench/answer_curve.py;
         support sets and ARCD in bench/results.
 
+        A dialect question asking whether something is had or offered
+        (Answer.existence: «عندكم…؟», «فيه…؟», «واش كاين…؟») needs every plain word it
+        names in the chosen sentences, not only in their chunk (Answer.
+        sentence_plain_missing): measured in session 10 on the eleven support sets,
+        unanswerables abstained 159 → 164 of 177 for 3 answers of 918 (two «اكو…؟»
+        questions the sentence answers with a synonym); ARCD right sentence 890 → 889
+        of 1,395 (an MSA question the bridge reads as dialect), abstention unchanged.
+
         An MSA question of one word that is not the chunk's title («متى ولد؟», «من
         امه؟») names no subject: any chunk holding the word would seem to answer
         (ARCD in-process: 16 of 693 held-out questions quoted, against 6 of 1,395
         right spans; the support sets' MSA rows unchanged).
         """
         if found is None:
+            return False
+        if found.dialect and found.existence and found.sentence_plain_missing:
+            # «عندكم خصم للطلبة؟», «بتعملوا صيانة للبرادات؟»: whether a thing is offered
+            # is answered by a sentence that names it; a chunk naming it elsewhere, or
+            # a sentence about a neighbouring service, is no yes and no no.
             return False
         if found.concepts == 1 and not found.title_share and not found.dialect:
             # «متى ولد؟», «من امه؟»: one word asked, and not the chunk's subject — the

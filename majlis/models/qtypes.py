@@ -22,6 +22,7 @@ __all__ = [
     "QuestionType",
     "answers_type",
     "asks_duration",
+    "asks_existence",
     "asks_price",
     "carries_price",
     "fold_words",
@@ -49,7 +50,9 @@ _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
         "كم بكم كام بكام شكد بشكد اشكد شقد بشقد قديش بقديش قديه قداش بقداش قداه شحال بشحال"
         " چم جم"
         " kam kaam bkam adesh 2adesh addesh 2addesh 2addeh addeh 2adde adde 2adeh adeh"
-        " shkad shgad chkad ch7al sh7al chhal shhal ch7al cham gaddesh".split()
+        " shkad shgad chkad ch7al sh7al chhal shhal ch7al cham gaddesh"
+        # Maghrebi «قداش» as Arabizi writes it (9 and q for ق, ch and sh for ش).
+        " 9adech 9addech 9adesh 9addesh 9adach qadech qaddech gadech kadech".split()
     ),
     QuestionType.TIME: frozenset(
         "متي امتي امتا ايمتي ايمتا وقتاش فوقاش شوقت شوكت اشوكت ايمته وقتيش امتين"
@@ -188,7 +191,11 @@ _REQUIREMENT_CUES = frozenset(
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
 # Dialect «which»: Egyptian انهي, Iraqi ياتو/يا, Maghrebi اينا/اشمن, Arabizi.
 _WHICH = frozenset("اي لاي باي انهي اينا اشمن ياتو ay ayy anhi ina ashmen".split())
-_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ نهار شهر sa3a youm yom nhar wa9t wa2t".split())
+_WHICH_TIME = frozenset("ساعه يوم وقت تاريخ نهار شهر sa3a youm yom nhar wa9t wa2t"
+                        " ساعات ايام اوقات مواعيد موعد تواريخ شهور اشهر سنه".split())
+# «أي فرع», «انهي مكان», «ياتو منطقة»: which branch/place asks a place.
+_WHICH_PLACE = frozenset("فرع فروع مكان اماكن منطقه مناطق مدينه مدن مركز مراكز عنوان"
+                         " محل محلات معرض صفحه".split())
 # Egyptian «قد ايه» (how much / how long), Arabic and Arabizi.
 _HOW_MUCH = frozenset({("قد", "ايه"), ("قد", "اي"), ("ad", "eh"), ("2ad", "eh"), ("ad", "eih")})
 
@@ -199,6 +206,9 @@ def question_type(text: str) -> QuestionType:
     >>> [question_type(q).value for q in ("شكد سعر التوصيل؟", "امتى تفتحون؟",
     ...     "وين أقرب فرع؟", "يشمله الضمان؟", "شلون أغير الباسورد؟", "abi a3raf")]
     ['quantity', 'time', 'place', 'yes_no', 'procedure', 'other']
+    >>> [question_type(q).value for q in ("بأي ايام تفتحون؟", "انهي فرع قريب مني؟",
+    ...     "تعطوني خط مؤقت؟ لكم شهر؟", "الهدية لكم؟")]
+    ['time', 'place', 'quantity', 'other']
     """
     words = fold_words(text)
     for word in words:
@@ -213,6 +223,11 @@ def question_type(text: str) -> QuestionType:
     for prev, word in zip(["", *bare], bare, strict=False):
         if prev in _WHICH and word in _WHICH_TIME:
             return QuestionType.TIME
+        if prev in _WHICH and word in _WHICH_PLACE:
+            return QuestionType.PLACE
+        if prev == "لكم" and word in _DURATION_WORDS:
+            # «لكم يوم؟» (for how many days): «لكم» is «for you» unless a unit follows.
+            return QuestionType.QUANTITY
         if (prev, word) in _HOW_MUCH:
             return QuestionType.QUANTITY
     if any(w in _WHAT for w in words[:2]):
@@ -260,6 +275,27 @@ def _asks_definition(words: list[str]) -> bool:
     else:
         return False
     return 0 < len(subject) <= _SUBJECT_WORDS
+
+
+# «Do you have / is there / do you offer …?» opening a question, folded: Gulf/Iraqi
+# عندكم، عدكم، اكو، فيه; Levantine في، عندكن، بتعملوا; Egyptian فيه، بتبيعوا;
+# Maghrebi كاين، كتبيعو; MSA يوجد، تتوفر، توفرون، تقدمون.
+_EXISTENCE = frozenset(
+    "عندكم عندكن عندك عدكم فيه في فيش اكو كاين كاينه كاينة يوجد توجد تتوفر يتوفر تقدمون"
+    " توفرون بتعملوا بتعملو تسوون بتاجروا بتأجروا تبيعون بتبيعوا بتبيعو كتبيعو".split()
+)
+
+
+def asks_existence(text: str) -> bool:
+    """Does the question ask whether something is had or offered?
+
+    >>> asks_existence("عندكم خصم للطلاب؟"), asks_existence("واش كاين شي عرض؟")
+    (True, True)
+    >>> asks_existence("كم رسوم التوصيل؟"), asks_existence("الخصم عندكم كم؟")
+    (False, False)
+    """
+    words = [w for w in fold_words(text) if w not in ("هل", "واش", "wach", "wash")]
+    return bool(words) and words[0] in _EXISTENCE
 
 
 def asks_duration(text: str) -> bool:
