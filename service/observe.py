@@ -14,13 +14,14 @@ never their text. One JSON line per RPC, e.g.::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from opentelemetry import trace
@@ -161,10 +162,13 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                     # Watch) is a coroutine, not an async iterator.
                     await result
                 else:
-                    async for response in result:
-                        if turns:
-                            self._on_event(rpc, response)
-                        yield response
+                    # aclosing: closed here when this stream ends early, not by the GC.
+                    async with contextlib.aclosing(
+                            cast(AsyncGenerator[Any, None], result)) as responses:
+                        async for response in responses:
+                            if turns:
+                                self._on_event(rpc, response)
+                            yield response
             except BaseException as error:
                 exc = error
                 raise
