@@ -179,3 +179,38 @@ async def test_a_cancel_during_a_blocked_write_frees_the_thread(
     assert after == 1
     assert third[-1].HasField("turn_completed")
     assert _bad(logged) == [], logged
+
+
+async def test_a_converse_stream_cancelled_during_a_blocked_write_frees_the_thread(
+    run_service, openai_server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same cancel on a ``Converse`` stream, whose session runs a TaskGroup across yields."""
+    caplog.set_level(logging.WARNING)
+    openai_server.push(ScriptedReply.text("هلا والله"), BIG_SLOW, ScriptedReply.text("أبشر"))
+    user = "blocked-converse"
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        thread_id = await _first_turn(svc, user)
+        channel = grpc.aio.insecure_channel(svc.target, options=TIGHT)
+        stub = pb_grpc.ConversationsStub(channel)
+        hold_open = asyncio.Event()
+
+        async def messages() -> Any:
+            yield pb.ClientMessage(message=pb.SendMessageRequest(
+                text="وين طلبي؟", user_id=user, thread_id=thread_id))
+            await hold_open.wait()
+
+        call = stub.Converse(messages(), timeout=20.0)
+        first = await call.read()
+        assert first.HasField("turn_started")
+        await asyncio.sleep(1.0)
+        call.cancel()
+        code = await call.code()
+        hold_open.set()
+        after = await _checkpoints(svc, thread_id)
+        third = await _next_turn(svc, user, thread_id)
+        await channel.close()
+        logged = await _settled_logs(caplog)
+    assert code == grpc.StatusCode.CANCELLED
+    assert after == 1
+    assert third[-1].HasField("turn_completed")
+    assert _bad(logged) == [], logged
