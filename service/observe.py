@@ -32,11 +32,18 @@ log = logging.getLogger("diwaniya.rpc")
 TenantOf = Callable[[Iterable[tuple[str, str | bytes]] | None], str]
 # Health and reflection RPCs are polled by probes: their lines are DEBUG.
 _QUIET_SERVICES = ("/grpc.health.", "/grpc.reflection.")
+# The server's copy of a client's deadline starts when the request arrives, so it
+# ends a little after the client's own, which cancels the call: a cancel this
+# close to the server's deadline is that deadline.
+_DEADLINE_SLACK_S = 0.25
 
 
 def _code_name(context: Any, exc: BaseException | None) -> str:
-    if isinstance(exc, asyncio.CancelledError):
-        return "CANCELLED"
+    if isinstance(exc, asyncio.CancelledError | GeneratorExit):
+        # Ended by grpc, not by a status of ours: cancelled, or closed after grpc
+        # dropped the stream mid-write (service.closing) — the client cancelled,
+        # or its deadline passed. Never UNKNOWN (the session-9 rehearsal's line).
+        return "DEADLINE_EXCEEDED" if _deadline_passed(context) else "CANCELLED"
     try:
         code = context.code()
     except Exception:
@@ -46,6 +53,14 @@ def _code_name(context: Any, exc: BaseException | None) -> str:
     if isinstance(code, int) and code:
         return next((c.name for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
     return "UNKNOWN" if exc is not None else "OK"
+
+
+def _deadline_passed(context: Any) -> bool:
+    try:
+        remaining = context.time_remaining()
+    except Exception:
+        return False
+    return isinstance(remaining, int | float) and remaining <= _DEADLINE_SLACK_S
 
 
 def _details(context: Any) -> str:

@@ -79,6 +79,19 @@ async def _settled_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
             if r.levelno >= logging.WARNING]
 
 
+def _rpc_codes(caplog: pytest.LogCaptureFixture, method: str) -> list[str]:
+    """The codes of the server's own log line for each ``method`` RPC (service.observe)."""
+    return [r.diwaniya["rpc.code"] for r in caplog.records
+            if r.name == "diwaniya.rpc" and r.getMessage() == "rpc"
+            and r.diwaniya.get("rpc.method") == method]
+
+
+def _watch(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    # CANCELLED RPC lines are INFO.
+    caplog.set_level(logging.INFO, logger="diwaniya.rpc")
+
+
 def _bad(lines: list[str]) -> list[str]:
     return [line for line in lines if any(bad in line for bad in BAD_LINES)
             or line.startswith(("asyncio:", "opentelemetry"))]
@@ -108,7 +121,7 @@ async def test_a_turn_deadline_that_passes_during_a_blocked_write_is_deadline_ex
     run_service, openai_server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The server's turn timeout (1 s) passes while its write waits for the client."""
-    caplog.set_level(logging.WARNING)
+    _watch(caplog)
     openai_server.push(ScriptedReply.text("هلا والله"), BIG_SLOW, ScriptedReply.text("أبشر"))
     user = "blocked-deadline"
     async with run_service(model_base_url=openai_server.base_url,
@@ -128,6 +141,7 @@ async def test_a_turn_deadline_that_passes_during_a_blocked_write_is_deadline_ex
         logged = await _settled_logs(caplog)
     # The server's own status, not the client's deadline 20 s later.
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED, (code, details)
+    assert sorted(_rpc_codes(caplog, "SendMessage")) == ["DEADLINE_EXCEEDED", "OK", "OK"]
     assert "did not finish within its 1s deadline" in details, details
     assert after == 1
     assert third[-1].HasField("turn_completed")
@@ -138,7 +152,7 @@ async def test_a_client_deadline_that_passes_during_a_blocked_write_frees_the_th
     run_service, openai_server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The client's 1 s deadline passes while the server's write waits for it."""
-    caplog.set_level(logging.WARNING)
+    _watch(caplog)
     openai_server.push(ScriptedReply.text("هلا والله"), BIG_SLOW, ScriptedReply.text("أبشر"))
     user = "blocked-client-deadline"
     async with run_service(model_base_url=openai_server.base_url) as svc:
@@ -152,6 +166,8 @@ async def test_a_client_deadline_that_passes_during_a_blocked_write_frees_the_th
         await channel.close()
         logged = await _settled_logs(caplog)
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    # The server's line for the RPC says so too (it said UNKNOWN, as in the rehearsal).
+    assert sorted(_rpc_codes(caplog, "SendMessage")) == ["DEADLINE_EXCEEDED", "OK", "OK"]
     assert after == 1
     assert third[-1].HasField("turn_completed")
     assert _bad(logged) == [], logged
@@ -161,7 +177,7 @@ async def test_a_cancel_during_a_blocked_write_frees_the_thread(
     run_service, openai_server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The client cancels while the server's write waits for it."""
-    caplog.set_level(logging.WARNING)
+    _watch(caplog)
     openai_server.push(ScriptedReply.text("هلا والله"), BIG_SLOW, ScriptedReply.text("أبشر"))
     user = "blocked-cancel"
     async with run_service(model_base_url=openai_server.base_url) as svc:
@@ -176,6 +192,7 @@ async def test_a_cancel_during_a_blocked_write_frees_the_thread(
         await channel.close()
         logged = await _settled_logs(caplog)
     assert code == grpc.StatusCode.CANCELLED
+    assert sorted(_rpc_codes(caplog, "SendMessage")) == ["CANCELLED", "OK", "OK"]
     assert after == 1
     assert third[-1].HasField("turn_completed")
     assert _bad(logged) == [], logged
@@ -185,7 +202,7 @@ async def test_a_converse_stream_cancelled_during_a_blocked_write_frees_the_thre
     run_service, openai_server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The same cancel on a ``Converse`` stream, whose session runs a TaskGroup across yields."""
-    caplog.set_level(logging.WARNING)
+    _watch(caplog)
     openai_server.push(ScriptedReply.text("هلا والله"), BIG_SLOW, ScriptedReply.text("أبشر"))
     user = "blocked-converse"
     async with run_service(model_base_url=openai_server.base_url) as svc:
@@ -211,6 +228,7 @@ async def test_a_converse_stream_cancelled_during_a_blocked_write_frees_the_thre
         await channel.close()
         logged = await _settled_logs(caplog)
     assert code == grpc.StatusCode.CANCELLED
+    assert _rpc_codes(caplog, "Converse") == ["CANCELLED"]
     assert after == 1
     assert third[-1].HasField("turn_completed")
     assert _bad(logged) == [], logged
