@@ -17,8 +17,8 @@ retrieved"), and the turn's lock is held until a collection happens to run
 Here the handler's generator runs in a task of its own, which advances it one
 response at a time, only when grpc asks for the next one — so the handler
 keeps exactly the pace, the cancellations and the exceptions (grpc's
-AbortError included, the same object) it had — and which closes it with
-``aclosing`` when the RPC ends however it ends: a done callback of the RPC
+AbortError included, the same object) it had — and which closes it (``aclose``)
+when the RPC ends however it ends: a done callback of the RPC
 cancels that task while it waits for grpc's next request. The chain is then
 closed at once, in the task and context it ran in. Only a response-streaming
 handler that is an async generator is wrapped; anything else passes through.
