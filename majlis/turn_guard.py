@@ -55,11 +55,13 @@ class GuardedEngine(ConversationEngine):
                 yield envelope
             return
         turn = super().run_turn(request, **kwargs)
-        async for envelope in self._metered(request.tenant, turn):
-            if flags and isinstance(envelope.event, TurnCompleted):
-                envelope = dataclasses.replace(
-                    envelope, event=dataclasses.replace(envelope.event, safety_flags=flags))
-            yield envelope
+        # aclosing: an abandoned turn is closed here, in this context, not by the GC.
+        async with contextlib.aclosing(self._metered(request.tenant, turn)) as metered:
+            async for envelope in metered:
+                if flags and isinstance(envelope.event, TurnCompleted):
+                    envelope = dataclasses.replace(
+                        envelope, event=dataclasses.replace(envelope.event, safety_flags=flags))
+                yield envelope
 
     async def _blocked(self, request: TurnRequest) -> AsyncGenerator[Envelope, None]:
         """The refusal turn: validated and owned like any turn, never saved."""
@@ -78,9 +80,10 @@ class GuardedEngine(ConversationEngine):
     async def run_approval(self, request: ApprovalRequest, **kwargs: Any
                            ) -> AsyncGenerator[Envelope, None]:
         await self._admit(request.tenant, request.thread_id, request.user_id, request.request_id)
-        async for envelope in self._metered(request.tenant,
-                                            super().run_approval(request, **kwargs)):
-            yield envelope
+        async with contextlib.aclosing(self._metered(
+                request.tenant, super().run_approval(request, **kwargs))) as metered:
+            async for envelope in metered:
+                yield envelope
 
     async def _admit(self, tenant: str, thread_id: str, user_id: str, request_id: str) -> None:
         if self._budgets is None or not self._budgets.policy(tenant).enabled:

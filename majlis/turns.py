@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import time
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -246,19 +246,16 @@ class TurnRunner:
             # checkpoint to read while the lock finds it without a head.
             pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde,
                                         fresh=new_thread and lease.headless)
-            try:
-                async with asyncio.timeout_at(_loop_deadline(deadline)):
-                    with deferring(pending), holding_raw(order.raw):
-                        async for chunk in self._graph.astream(
-                            turn_start(inp), config, stream_mode="custom", durability="exit"
-                        ):
-                            # Nodes write only majlis.events dataclasses to the custom stream.
-                            yield numbered(cast(Event, chunk))
-            except TimeoutError:
-                raise DeadlineExceeded(
-                    f"the turn did not finish within its {order.timeout_s:.0f}s deadline; "
-                    "nothing was added to the thread — send the message again (same "
-                    "request_id is safe)") from None
+            with deferring(pending), holding_raw(order.raw):
+                # aclosing: an abandoned turn closes the graph's run here, while
+                # the pending checkpoint is still this context's (docs/fencing.md).
+                async with contextlib.aclosing(cast(AsyncGenerator[Any, None], self._graph.astream(
+                        turn_start(inp), config, stream_mode="custom", durability="exit"
+                ))) as chunks:
+                    at = _loop_deadline(deadline)
+                    while (chunk := await _step(chunks, at, order.timeout_s)) is not _DONE:
+                        # Nodes write only majlis.events dataclasses to the custom stream.
+                        yield numbered(cast(Event, chunk))
             done_turn = _outcome(pending, inp.turn_id)
             final = numbered(done_turn.to_event(pending.checkpoint_id))
             await self._commit(lease, pending, TurnCommit(
@@ -367,6 +364,31 @@ def _describe(span: Span, envelope: Envelope) -> None:
     span.set_attributes({
         "diwaniya.turn_id": envelope.turn_id, "diwaniya.phase": event.phase,
         "diwaniya.dialect": event.dialect, "diwaniya.replayed": event.replayed})
+
+
+_DONE = object()
+
+
+async def _step(chunks: AsyncIterator[Any], at: float, timeout_s: float) -> Any:
+    """The graph's next chunk (``_DONE`` at its end), within the turn's deadline.
+
+    The deadline covers only the graph's own work, never a ``yield``: a
+    timeout around the whole loop cancels whatever its task awaits when it
+    fires — the consumer's await while it holds an event (grpc's write, held
+    by flow control), where nothing turns the cancellation into this error.
+    A consumer back after the deadline gets DeadlineExceeded at once.
+    """
+    timer = asyncio.timeout_at(at)
+    try:
+        async with timer:
+            return await anext(chunks, _DONE)
+    except TimeoutError:
+        if not timer.expired():
+            raise
+        raise DeadlineExceeded(
+            f"the turn did not finish within its {timeout_s:.0f}s deadline; nothing was "
+            "added to the thread — send the message again (same request_id is safe)"
+        ) from None
 
 
 def _loop_deadline(monotonic_deadline: float) -> float:

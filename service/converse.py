@@ -45,9 +45,18 @@ class ConverseSession:
         """Every event of every turn, in order, until the client closes or the server drains."""
         async with asyncio.TaskGroup() as group:
             reader = group.create_task(self._read())
-            group.create_task(self._work(group))
+            worker = group.create_task(self._work(group))
             while (event := await self._out.get()) is not None:
-                yield event
+                try:
+                    yield event
+                except GeneratorExit:
+                    # Closed early (the RPC ended mid-stream): stop every part and let
+                    # the group wait for them — a GeneratorExit raised through the
+                    # group would be an "unhandled error" of it (BaseExceptionGroup).
+                    for task in (reader, worker, self._turn):
+                        if task is not None:
+                            task.cancel()
+                    return
                 # Written. This task writes in the loop's front lane only while the
                 # stream waits for a turn's first event (service.priority): after a
                 # turn's last event the next one it writes is the next turn's first.

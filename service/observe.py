@@ -14,13 +14,14 @@ never their text. One JSON line per RPC, e.g.::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from opentelemetry import trace
@@ -31,11 +32,18 @@ log = logging.getLogger("diwaniya.rpc")
 TenantOf = Callable[[Iterable[tuple[str, str | bytes]] | None], str]
 # Health and reflection RPCs are polled by probes: their lines are DEBUG.
 _QUIET_SERVICES = ("/grpc.health.", "/grpc.reflection.")
+# The server's copy of a client's deadline starts when the request arrives, so it
+# ends a little after the client's own, which cancels the call: a cancel this
+# close to the server's deadline is that deadline.
+_DEADLINE_SLACK_S = 0.25
 
 
 def _code_name(context: Any, exc: BaseException | None) -> str:
-    if isinstance(exc, asyncio.CancelledError):
-        return "CANCELLED"
+    if isinstance(exc, asyncio.CancelledError | GeneratorExit):
+        # Ended by grpc, not by a status of ours: cancelled, or closed after grpc
+        # dropped the stream mid-write (service.closing) — the client cancelled,
+        # or its deadline passed. Never UNKNOWN (the session-9 rehearsal's line).
+        return "DEADLINE_EXCEEDED" if _deadline_passed(context) else "CANCELLED"
     try:
         code = context.code()
     except Exception:
@@ -45,6 +53,14 @@ def _code_name(context: Any, exc: BaseException | None) -> str:
     if isinstance(code, int) and code:
         return next((c.name for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
     return "UNKNOWN" if exc is not None else "OK"
+
+
+def _deadline_passed(context: Any) -> bool:
+    try:
+        remaining = context.time_remaining()
+    except Exception:
+        return False
+    return isinstance(remaining, int | float) and remaining <= _DEADLINE_SLACK_S
 
 
 def _details(context: Any) -> str:
@@ -161,10 +177,13 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):
                     # Watch) is a coroutine, not an async iterator.
                     await result
                 else:
-                    async for response in result:
-                        if turns:
-                            self._on_event(rpc, response)
-                        yield response
+                    # aclosing: closed here when this stream ends early, not by the GC.
+                    async with contextlib.aclosing(
+                            cast(AsyncGenerator[Any, None], result)) as responses:
+                        async for response in responses:
+                            if turns:
+                                self._on_event(rpc, response)
+                            yield response
             except BaseException as error:
                 exc = error
                 raise

@@ -21,6 +21,7 @@ from diwaniya.v1 import conversations_pb2 as pb
 from majlis.config import settings_values
 from service import knowledge as kb_service
 from service import priority, wire
+from service.closing import ClosingInterceptor
 from service.knowledge import KnowledgeServicer
 from service.servicer import ConversationsServicer
 
@@ -212,7 +213,9 @@ class Server:
             grpc_options.append(("grpc.so_reuseport", 1))
         self._server = grpc.aio.server(
             options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4,
-            interceptors=tuple(options.interceptors) or None,
+            # Outermost, always: every streaming handler is closed in its own task
+            # when its RPC ends, even when grpc drops it mid-write (service.closing).
+            interceptors=(ClosingInterceptor(), *options.interceptors),
         )
         # Not the generated add_ConversationsServicer_to_server: undecodable
         # bytes must be INVALID_ARGUMENT, not UNKNOWN (service.wire).

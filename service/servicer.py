@@ -30,13 +30,22 @@ T = TypeVar("T")
 _DEADLINE_MARGIN_S = 0.05
 
 
-async def detached(source: AsyncGenerator[Envelope, None],
-                   held: set[asyncio.Task[None]]) -> AsyncGenerator[Envelope, None]:
-    """``source``'s events, produced by a task of their own that outlives this stream.
+async def ahead(source: AsyncGenerator[Envelope, None],
+                held: set[asyncio.Task[None]] | None = None) -> AsyncGenerator[Envelope, None]:
+    """``source``'s events, produced by a task of their own, ahead of the writes.
 
-    A resumable turn (``SendMessageRequest.resumable``) must go on when the
-    client's connection drops — grpc cancels the handler then — so that
-    ResumeTurn can rejoin it from the turn log. The turn's deadline still ends it.
+    The turn never waits for a write: a client that reads slowly, or not at
+    all (HTTP/2 flow control holds the write), cannot hold the thread's lock
+    past the turn's deadline, and the deadline's cancellation always lands in
+    the turn itself — never in grpc's write, where grpc took it for the
+    client's cancel and sent no status. Its events wait here (a turn's are
+    few) and then its status, DEADLINE_EXCEEDED included, follows them.
+
+    Closing this stream cancels the turn and waits until it has closed, in its
+    own task. With ``held``, the turn instead outlives the stream: a resumable
+    turn (``SendMessageRequest.resumable``) must go on when the client's
+    connection drops, so that ResumeTurn can rejoin it from the turn log; its
+    deadline still ends it.
     """
     queue: asyncio.Queue[Envelope | BaseException | None] = asyncio.Queue()
 
@@ -47,21 +56,29 @@ async def detached(source: AsyncGenerator[Envelope, None],
                     queue.put_nowait(envelope)
                     # This task runs the turn (it inherited the RPC's front lane).
                     priority.settle()
-        except Exception as exc:
+        except BaseException as exc:
             queue.put_nowait(exc)
+            if not isinstance(exc, Exception):
+                raise
             return
         queue.put_nowait(None)
 
     task = asyncio.create_task(pump())
-    held.add(task)
-    task.add_done_callback(held.discard)
-    while True:
-        item = await queue.get()
-        if item is None:
-            return
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    if held is not None:
+        held.add(task)
+        task.add_done_callback(held.discard)
+    try:
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        if held is None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
 
 
 class ConversationsServicer(pb_grpc.ConversationsServicer):
@@ -110,9 +127,8 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
         try:
             tenant = self._tenant(context)
             turn = convert.turn_request(request, tenant)
-            source = self._engine.run_turn(turn, timeout_s=self._timeout(context))
-            if request.resumable:
-                source = detached(source, self._detached)
+            source = ahead(self._engine.run_turn(turn, timeout_s=self._timeout(context)),
+                           self._detached if request.resumable else None)
             async with contextlib.aclosing(source) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)
@@ -141,8 +157,8 @@ class ConversationsServicer(pb_grpc.ConversationsServicer):
     ) -> AsyncIterator[pb.TurnEvent]:
         try:
             approval = convert.approval_request(request, self._tenant(context))
-            async with contextlib.aclosing(
-                self._engine.run_approval(approval, timeout_s=self._timeout(context))
+            async with contextlib.aclosing(ahead(
+                self._engine.run_approval(approval, timeout_s=self._timeout(context)))
             ) as events:
                 async for envelope in events:
                     yield convert.turn_event(envelope)

@@ -356,9 +356,12 @@ class Telemetry:
         ``traceparent``), then the RPC log line and metrics, inside that span."""
         from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
+        from service.closing import InnerClosing
         from service.observe import ObservingInterceptor
 
-        return [aio_server_interceptor(tracer_provider=self.tracer_provider),
+        # OpenTelemetry's stream wrapper drops, unclosed, the generator it iterates
+        # when it is closed early: InnerClosing has it closed first (service.closing).
+        return [aio_server_interceptor(tracer_provider=self.tracer_provider), InnerClosing(),
                 ObservingInterceptor(self.metrics, tenant_of)]
 
     # ----------------------------------------------------------------- pools

@@ -18,6 +18,7 @@ Undecodable(type_name='diwaniya.v1.SendMessageRequest', detail='Error parsing me
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -76,8 +77,11 @@ def _unary_stream(method: Callable[..., Any]) -> Callable[..., Any]:
                       ) -> AsyncIterator[Any]:
         if isinstance(request, Undecodable):
             await abort(context, request.error())
-        async for item in method(request, context):
-            yield item
+        # aclosing: a stream that ends early closes the servicer's generator
+        # here, in this task's context, not in the garbage collector's.
+        async with contextlib.aclosing(method(request, context)) as items:
+            async for item in items:
+                yield item
 
     return handler
 

@@ -369,6 +369,56 @@ async def test_a_deadline_that_passes_while_the_consumer_holds_an_event_ends_the
     assert third[-1].HasField("turn_completed")
 
 
+async def test_a_deadline_that_passes_while_the_consumer_holds_a_text_delta_ends_the_turn(
+    run_service, openai_server: ScriptedOpenAIServer
+) -> None:
+    """As above, but the event held past the deadline is a ``text_delta``, mid-graph.
+
+    The deadline used to be one ``asyncio.timeout_at`` around the graph's whole
+    stream, ``yield``s included: when it fired while the consumer held an event,
+    it cancelled the consumer's own await (in a server, grpc's blocked write),
+    where nothing turned it into DeadlineExceeded. Now it covers only the
+    graph's steps: the consumer's await is left alone and its next step is
+    DeadlineExceeded, with nothing checkpointed and the thread free at once.
+    """
+    from diwaniya.errors import DeadlineExceeded
+    from majlis.requests import TurnRequest
+
+    openai_server.push(ScriptedReply.text("هلا والله"),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.1),
+                       ScriptedReply.text("أبشر"))
+    async with run_service(model_base_url=openai_server.base_url) as svc:
+        first = await collect(svc.client.send("السلام عليكم", user_id="held-delta-u"))
+        thread_id = first[-1].thread_id
+        saver = svc.app.persistence.checkpointer
+        before = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        turn = svc.app.engine.run_turn(
+            TurnRequest(tenant="default", user_id="held-delta-u", text="وين طلبي؟",
+                        thread_id=thread_id), timeout_s=1.0)
+        kinds: list[str] = []
+        hold_cancelled = False
+        with pytest.raises(DeadlineExceeded):
+            async for envelope in turn:
+                kinds.append(type(envelope.event).__name__)
+                if kinds[-1] == "TextDelta" and kinds.count("TextDelta") == 1:
+                    try:
+                        # Held past the 1 s deadline, as a write blocked by flow control is.
+                        await asyncio.sleep(1.3)
+                    except asyncio.CancelledError:
+                        hold_cancelled = True
+                        task = asyncio.current_task()
+                        assert task is not None
+                        task.uncancel()
+        await turn.aclose()
+        after = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        third = await collect(svc.client.send("شكرا", user_id="held-delta-u",
+                                              thread_id=thread_id))
+    assert "TextDelta" in kinds
+    assert not hold_cancelled, "the turn's deadline cancelled its consumer's own await"
+    assert len(after) == len(before) == 1
+    assert third[-1].HasField("turn_completed")
+
+
 def _count(listed: Any, thread_id: str) -> int:
     """The registry's turn count of ``thread_id`` (other tests share the user id)."""
     return next(t.turn_count for t in listed.threads if t.thread_id == thread_id)
