@@ -1,6 +1,6 @@
 """Support questions in dialect over short MSA policy documents, through the whole service.
 
-``.venv/bin/python bench/support.py [--set dev|test|test2|…|test10]``
+``.venv/bin/python bench/support.py [--set dev|test|test2|…|test12]``
 
 Data (``bench/data/support/<set>/``, written for this bench from knowledge of
 the dialects): ``docs/*.md`` short MSA policies; ``questions.tsv`` (region,
