@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from pydantic import SecretStr
 
 from service import DiwaniyaClient, Settings
 from tests.chaos._pg import DroppingProxy, PrivatePostgres
+from tests.chaos._poll import wait_until
 from tests.service.conftest import collect, running
 
 CHECKOUT_S = 2.0
@@ -67,18 +68,6 @@ def _retry_delay_s(err: grpc.aio.AioRpcError) -> float | None:
     return None
 
 
-async def _wait_until(check: Callable[[], Awaitable[bool]], within_s: float) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            if await check():
-                return True
-        except grpc.aio.AioRpcError:
-            pass
-        await asyncio.sleep(0.1)
-    return False
-
-
 @pytest.mark.parametrize("outage_s", [5, 60], ids=["5s", "60s"])
 @pytest.mark.parametrize("how", ["restart", "proxy_drop"])
 async def test_outage_answers_unavailable_and_recovers(
@@ -105,7 +94,7 @@ async def test_outage_answers_unavailable_and_recovers(
                                                        thread_id=thread_id))),
                 await _unavailable(collect(client.send("مرحبا", user_id="u2"))),
             ]
-            not_ready = await _wait_until(
+            not_ready = await wait_until(
                 lambda: _is(client.health(READINESS), "NOT_SERVING"), within_s=10)
             live_during = await client.health()
             # Hold the outage for its full length; the process must stay live throughout.
@@ -124,9 +113,9 @@ async def test_outage_answers_unavailable_and_recovers(
                 events = await collect(client.send("رجعنا؟", user_id="u1", thread_id=thread_id))
                 return events[-1].HasField("turn_completed")
 
-            ready = await _wait_until(lambda: _is(client.health(READINESS), "SERVING"),
+            ready = await wait_until(lambda: _is(client.health(READINESS), "SERVING"),
                                       within_s=RECOVERY_S)
-            served = await _wait_until(turn_ok, within_s=max(0.5, RECOVERY_S -
+            served = await wait_until(turn_ok, within_s=max(0.5, RECOVERY_S -
                                                             (time.monotonic() - up_at)))
             recovered_s = time.monotonic() - up_at
             thread = await client.get_thread(thread_id, user_id="u1")

@@ -18,7 +18,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from grpc_status import rpc_status
 
 from service import DiwaniyaClient
 from service.workers import WAITING_PREFIX
+from tests.chaos._poll import wait_until
 from tests.chaos.conftest import PrivatePostgres, ServeProcess, free_port
 
 READINESS = "diwaniya.v1.Conversations"
@@ -64,18 +65,6 @@ async def _failure(call: Awaitable[Any]) -> grpc.aio.AioRpcError:
 
 async def _collect(events: Any) -> list[Any]:
     return [event async for event in events]
-
-
-async def _wait_until(check: Callable[[], Awaitable[bool]], within_s: float) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            if await check():
-                return True
-        except grpc.aio.AioRpcError:
-            pass
-        await asyncio.sleep(0.2)
-    return False
 
 
 def _sigterm(proc: ServeProcess) -> int:
@@ -131,8 +120,8 @@ async def test_serve_with_postgres_down_is_live_not_ready_and_opens_when_it_come
             async with DiwaniyaClient(target, timeout_s=CLIENT_DEADLINE_S) as probe:
                 return await probe.health(READINESS) == "SERVING"
 
-        assert await _wait_until(ready, OPEN_WITHIN_S), "readiness never came back"
-        assert await _wait_until(turn_ok, OPEN_WITHIN_S), "no turn succeeded"
+        assert await wait_until(ready, OPEN_WITHIN_S, every_s=0.2), "readiness never came back"
+        assert await wait_until(turn_ok, OPEN_WITHIN_S, every_s=0.2), "no turn succeeded"
         print(f"workers={workers}: ready and a turn served {time.monotonic() - up_at:.2f}s "
               "after PostgreSQL started")
         assert await client.health() == "SERVING"
