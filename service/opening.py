@@ -105,8 +105,10 @@ async def open_when_reachable(
     After a failure the error is classified (majlis.pg_probe.open_failure): a
     permanent one is raised as ConfigurationError (the CLI exits 2), a
     transient one logs ONE warning for the whole wait, calls ``on_waiting``
-    once, and the next attempts run ``probe()`` before ``open_()`` again, so
-    the pools are not opened and closed every two seconds while nothing answers.
+    once. Every attempt runs ``probe()`` (one connect) before ``open_()``, so
+    an unreachable database is reported at once rather than after the pools'
+    open timeout, and the pools are not opened and closed every two seconds
+    while nothing answers.
     """
     attempt = 0
     first_failure = 0.0
@@ -115,7 +117,10 @@ async def open_when_reachable(
         try:
             if attempt > 1:
                 await _unless_stopped(asyncio.sleep(backoff(attempt)), stop)
-                await _unless_stopped(probe(), stop)
+            # Probe first, the first attempt included: one connect that is
+            # refused fails at once, where the pools' open would wait out its
+            # open timeout (about 10 s) before the warning below could say why.
+            await _unless_stopped(probe(), stop)
             opened = await _unless_stopped(open_(), stop)
         except _Stopped:
             log.info("stopped while waiting for the database (%d attempts)", attempt)

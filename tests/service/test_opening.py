@@ -84,3 +84,39 @@ async def test_before_the_app_opens_everything_is_unavailable_and_only_liveness_
         await server.drain(0, delay=0)
         if app is not None:
             await app.close()
+
+
+async def test_an_unreachable_database_is_reported_before_any_pool_is_opened(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The first attempt probes too: a refused connect is reported at once.
+
+    Before, attempt 1 went straight to the pools' open, which waits out its
+    open timeout (about 10 s) before failing — so the one WARNING, and
+    ``--workers``' hand-over line, came 10 s late. The probe is the real
+    one (majlis.pg_probe) against a loopback port nothing listens on.
+    """
+    from majlis.pg_probe import probe_postgres
+    from service.opening import open_when_reachable
+    from tests.chaos.conftest import free_port
+
+    dsn = f"postgresql://127.0.0.1:{free_port()}/diwaniya"
+    opened: list[str] = []
+    stop = asyncio.Event()
+    waiting = asyncio.Event()
+
+    async def open_() -> str:
+        opened.append("pools")  # must never run while the probe fails
+        return "app"
+
+    async def probe() -> None:
+        await probe_postgres(dsn, connect_timeout_s=2.0, application_name="test")
+
+    with caplog.at_level("WARNING", logger="diwaniya.opening"):
+        task = asyncio.create_task(open_when_reachable(
+            open_, probe=probe, stop=stop, where="127.0.0.1", on_waiting=waiting.set))
+        await asyncio.wait_for(waiting.wait(), timeout=30)
+        stop.set()
+        assert await asyncio.wait_for(task, timeout=30) is None
+    assert opened == []
+    assert [r.getMessage() for r in caplog.records if "is not reachable" in r.getMessage()]
