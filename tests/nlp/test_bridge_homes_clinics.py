@@ -87,6 +87,11 @@ import nlp
         ("ابي أأجله لبعد بكرة", {"تأجيل", "تغيير"}),  # gulf
         ("ما اجيت للموعد امس", {"تغيب"}),  # iraqi
         ("كل كم تغسلون الفلاتر؟", {"تنظيف", "فلاتر"}),  # gulf: washing filters is cleaning
+        # "has become", "didn't let me", issuing a paper, flowers
+        ("الثلاجة صايرة تطلع صوت", {"أصبحت"}),  # gulf / iraqi
+        ("الحارس ما خلاني ادخل", {"منع"}),  # gulf / levantine / iraqi
+        ("تقدرون تطلعون لي تقرير؟", {"إصدار"}),  # gulf: issue me a report
+        ("جبت باقة ورد للمريض", {"الزهور"}),  # all
     ],
 )
 def test_home_and_clinic_words_meet_the_policy_words(question: str, expected: set[str]) -> None:
@@ -120,3 +125,11 @@ def test_msa_synonyms_meet_the_policy_word(msa: str, expected: set[str]) -> None
 def test_msa_homographs_of_new_entries_are_no_dialect_evidence(msa: str) -> None:
     # شباك، عمارة، بناية، كنبة، سلسلة، قنينة، بواب are MSA words too: tagged «all».
     assert not nlp.has_dialect_words(msa)
+
+
+@pytest.mark.parametrize("question", ["الحارس ما خلاني ادخل", "المكيف صاير يطلع صوت",
+                                      "الرمز بيضل شغال؟", "ما اجيت للموعد"])
+def test_new_dialect_forms_are_dialect_evidence(question: str) -> None:
+    # A dialect question is judged with the dialect bars (majlis.models.offline._grounded):
+    # «صاير», «ما خلاني», «بيضل», «ما اجيت» are said in no MSA text.
+    assert nlp.has_dialect_words(question)
