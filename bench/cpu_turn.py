@@ -1,6 +1,7 @@
 """Server CPU per turn, in one process, counted so a loaded machine does not blur it.
 
-``.venv/bin/python bench/cpu_turn.py [--turns 200] [--mode fresh|continuing] [--profile OUT]``
+``.venv/bin/python bench/cpu_turn.py [--turns 200] [--mode fresh|continuing] [--unique]
+[--profile OUT]``
 
 Builds the app on a fresh PostgreSQL database (``--admin-dsn``), offline
 responder, starts its gRPC server in this process and sends ``--turns``
@@ -33,6 +34,7 @@ import pstats  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
+from typing import Any  # noqa: E402
 
 import psycopg  # noqa: E402
 
@@ -43,17 +45,27 @@ TEXTS = ["السلام عليكم، عندي مشكلة في الطلب", "شل�
          "مرحبا، كم يوم ياخذ الاسترجاع؟", "يعطيك العافية، تمام"]
 
 
-async def turns(client: DiwaniyaClient, n: int, mode: str, offset: int) -> None:
+def _unique(text: str, i: int) -> str:
+    # The turn's number in Arabic-Indic digits: no two turns send the same text,
+    # so a cache of per-text work shows only what it saves within a turn.
+    return f"{text} {str(i).translate(str.maketrans('0123456789', '٠١٢٣٤٥٦٧٨٩'))}"
+
+
+async def turns(client: DiwaniyaClient, n: int, mode: str, offset: int,
+                unique: bool = False) -> None:
     thread = ""
     user = f"cpu-{uuid.uuid4().hex[:8]}"
     for i in range(n):
-        async for event in client.send(TEXTS[(i + offset) % len(TEXTS)], user_id=user,
+        text = TEXTS[(i + offset) % len(TEXTS)]
+        text = _unique(text, offset * n + i) if unique else text
+        async for event in client.send(text, user_id=user,
                                        thread_id=thread if mode == "continuing" else "",
                                        timeout_s=60):
             thread = event.thread_id or thread
 
 
-async def run(dsn: str, n: int, mode: str, profile: str | None) -> dict[str, float]:
+async def run(dsn: str, n: int, mode: str, profile: str | None,
+              unique: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp) / "data", listen="127.0.0.1:0",
                             database_url=dsn, drain_grace_s=5.0)
@@ -62,22 +74,22 @@ async def run(dsn: str, n: int, mode: str, profile: str | None) -> dict[str, flo
         await server.start()
         client = DiwaniyaClient(f"127.0.0.1:{server.port}")
         try:
-            await turns(client, 20, mode, 0)  # warm: prepared statements, pools, caches
+            await turns(client, 20, mode, 0, unique)  # warm: prepared statements, pools, caches
             prof = cProfile.Profile()
             prof.enable()
-            await turns(client, n, mode, 1)
+            await turns(client, n, mode, 1, unique)
             prof.disable()
             stats = pstats.Stats(prof)
             if profile:
                 stats.dump_stats(profile)
             cpu0 = time.process_time()
-            await turns(client, n, mode, 2)
+            await turns(client, n, mode, 2, unique)
             cpu = time.process_time() - cpu0
         finally:
             await client.close()
             await server.drain(0, delay=0)
             await app.close()
-    return {"mode": mode, "turns": n, "calls": round(stats.total_calls / n, 1),
+    return {"mode": mode, "unique": unique, "turns": n, "calls": round(stats.total_calls / n, 1),
             "primitive_calls": round(stats.prim_calls / n, 1),
             "cpu_ms": round(cpu * 1000 / n, 3)}
 
@@ -87,6 +99,8 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=200)
     ap.add_argument("--mode", choices=["fresh", "continuing"], default="fresh")
     ap.add_argument("--profile")
+    ap.add_argument("--unique", action="store_true",
+                    help="every turn's text different (a number appended)")
     ap.add_argument("--admin-dsn", default=os.environ.get(
         "DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"))
     args = ap.parse_args(sys.argv[1:])
@@ -99,7 +113,7 @@ def main() -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
         result = asyncio.run(run(f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}", args.turns,
-                                 args.mode, args.profile))
+                                 args.mode, args.profile, args.unique))
     finally:
         with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
