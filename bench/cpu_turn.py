@@ -1,7 +1,7 @@
 """Server CPU per turn, in one process, counted so a loaded machine does not blur it.
 
 ``.venv/bin/python bench/cpu_turn.py [--turns 200] [--mode fresh|continuing] [--unique]
-[--profile OUT]``
+[--pause S] [--profile OUT]``
 
 Builds the app on a fresh PostgreSQL database (``--admin-dsn``), offline
 responder, starts its gRPC server in this process and sends ``--turns``
@@ -52,12 +52,14 @@ def _unique(text: str, i: int) -> str:
 
 
 async def turns(client: DiwaniyaClient, n: int, mode: str, offset: int,
-                unique: bool = False) -> None:
+                unique: bool = False, pause_s: float = 0.0) -> None:
     thread = ""
     user = f"cpu-{uuid.uuid4().hex[:8]}"
     for i in range(n):
         text = TEXTS[(i + offset) % len(TEXTS)]
         text = _unique(text, offset * n + i) if unique else text
+        if pause_s:
+            await asyncio.sleep(pause_s)
         async for event in client.send(text, user_id=user,
                                        thread_id=thread if mode == "continuing" else "",
                                        timeout_s=60):
@@ -65,7 +67,7 @@ async def turns(client: DiwaniyaClient, n: int, mode: str, offset: int,
 
 
 async def run(dsn: str, n: int, mode: str, profile: str | None,
-              unique: bool) -> dict[str, Any]:
+              unique: bool, pause_s: float = 0.0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp) / "data", listen="127.0.0.1:0",
                             database_url=dsn, drain_grace_s=5.0)
@@ -77,19 +79,20 @@ async def run(dsn: str, n: int, mode: str, profile: str | None,
             await turns(client, 20, mode, 0, unique)  # warm: prepared statements, pools, caches
             prof = cProfile.Profile()
             prof.enable()
-            await turns(client, n, mode, 1, unique)
+            await turns(client, n, mode, 1, unique, pause_s)
             prof.disable()
             stats = pstats.Stats(prof)
             if profile:
                 stats.dump_stats(profile)
             cpu0 = time.process_time()
-            await turns(client, n, mode, 2, unique)
+            await turns(client, n, mode, 2, unique, pause_s)
             cpu = time.process_time() - cpu0
         finally:
             await client.close()
             await server.drain(0, delay=0)
             await app.close()
-    return {"mode": mode, "unique": unique, "turns": n, "calls": round(stats.total_calls / n, 1),
+    return {"mode": mode, "unique": unique, "pause_s": pause_s, "turns": n,
+            "calls": round(stats.total_calls / n, 1),
             "primitive_calls": round(stats.prim_calls / n, 1),
             "cpu_ms": round(cpu * 1000 / n, 3)}
 
@@ -101,6 +104,8 @@ def main() -> None:
     ap.add_argument("--profile")
     ap.add_argument("--unique", action="store_true",
                     help="every turn's text different (a number appended)")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds between turns: a steady rate below full load")
     ap.add_argument("--admin-dsn", default=os.environ.get(
         "DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"))
     args = ap.parse_args(sys.argv[1:])
@@ -113,7 +118,7 @@ def main() -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
         result = asyncio.run(run(f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}", args.turns,
-                                 args.mode, args.profile, args.unique))
+                                 args.mode, args.profile, args.unique, args.pause))
     finally:
         with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
