@@ -16,7 +16,7 @@ with; ``nlp.backends.key_function`` chooses between it and camel-tools.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from weakref import WeakKeyDictionary
 
@@ -81,9 +81,16 @@ def keys_fingerprint(keys: KeyFunction) -> str | None:
         return None
 
 
-def _folded_tokens(text: str) -> tuple[list[tuple[TokenKind, str]], bool]:
+# A turn folds and tokenises its message about four times (dialect, cues,
+# the memory query and its function words, the offline responder's keys,
+# facts): the tokens are remembered for the last few hundred texts, immutable.
+_FOLDED_TEXTS = 256
+
+
+@lru_cache(maxsize=_FOLDED_TEXTS)
+def _folded_tokens(text: str) -> tuple[tuple[tuple[TokenKind, str], ...], bool]:
     """(kind, text) tokens of the folded text, and whether its Latin words are Arabizi."""
-    toks = typed_texts(fold(clean(text)))
+    toks = tuple(typed_texts(fold(clean(text))))
     latin = [t for k, t in toks if k is TokenKind.LATIN]
     return toks, bool(latin) and looks_arabizi(latin)
 
@@ -94,7 +101,7 @@ _DIGITS = re.compile(r"[0-9][0-9.,\u066b\u066c]*")
 _LATIN = re.compile(r"[a-z0-9']+")
 
 
-def _counts_as_digits(toks: list[tuple[TokenKind, str]],
+def _counts_as_digits(toks: Sequence[tuple[TokenKind, str]],
                       arabizi: bool) -> list[tuple[TokenKind, str]]:
     """Runs of word and number tokens through :func:`nlp.number_words.number_words_to_digits`.
 
@@ -177,8 +184,8 @@ def search_keys(text: str) -> list[str]:
     >>> search_keys("يرجع المبلغ خلال ثلاثة أيام") == search_keys("يرجع المبلغ خلال 3 ايام")
     True
     """
-    toks, arabizi = _folded_tokens(text)
-    toks = _counts_as_digits(toks, arabizi)
+    folded, arabizi = _folded_tokens(text)
+    toks = _counts_as_digits(folded, arabizi)
     out: list[str] = []
     stop = STOPWORDS
     for kind, tok in toks:

@@ -24,6 +24,7 @@ names in docs/operations.md and briefs' metrics list, ids only as span attribute
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import (
     ConsoleMetricExporter,
     MetricReader,
@@ -317,8 +318,15 @@ class Telemetry:
         views = [View(instrument_name=name, aggregation=ExplicitBucketHistogramAggregation(
             SECONDS_BUCKETS)) for name in ("diwaniya_turn_duration", "diwaniya_turn_first_event",
                                            "diwaniya_db_pool_wait")]
-        self.meter_provider = MeterProvider(metric_readers=readers, resource=resource,
-                                            views=views)
+        # Exemplars (a measurement's trace link) reach only a reader passed in
+        # (OTLP, console, a test's): the Prometheus reader drops them. With no
+        # such reader the SDK's default filter still asks for the current span
+        # at each of a turn's ~12 recordings, for nothing (bench/cpu_turn.py).
+        # OTEL_METRICS_EXEMPLAR_FILTER, when set, is the operator's choice.
+        unread = not metric_readers and "OTEL_METRICS_EXEMPLAR_FILTER" not in os.environ
+        self.meter_provider = MeterProvider(
+            metric_readers=readers, resource=resource, views=views,
+            exemplar_filter=AlwaysOffExemplarFilter() if unread else None)
         self.meter = self.meter_provider.get_meter("diwaniya.service")
         self.metrics = Metrics.create(self.meter)
         self._pools: dict[str, PoolReading] = {}

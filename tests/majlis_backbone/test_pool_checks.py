@@ -83,3 +83,25 @@ async def test_a_dead_idle_connection_is_replaced_unseen(own_database: str) -> N
         await db.threads.get("default", "no-such-thread")
     finally:
         await db.close()
+
+
+async def test_a_slow_steady_caller_reuses_one_warm_connection(
+        own_database: str, checks: list[int]) -> None:
+    """Checkouts further apart than IDLE_CHECK_S / (idle connections) found every
+    connection of a first-in-first-out pool idle too long — a check round trip
+    each (the lock pool holds 18 by default). The one handed back last goes out first."""
+    db = await open_postgres(own_database, min_size=3, max_size=3, lock_pool_size=1)
+    try:
+        assert db.pool is not None
+        await db.pool.wait()  # all three open
+        async with db.pool.connection() as first:
+            pass
+        before = len(checks)
+        for _ in range(5):
+            await asyncio.sleep(persistence.IDLE_CHECK_S * 0.4)
+            async with db.pool.connection() as conn:
+                assert conn is first
+                await conn.execute("SELECT 1")
+        assert len(checks) == before
+    finally:
+        await db.close()

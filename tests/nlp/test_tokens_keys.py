@@ -22,6 +22,7 @@ from nlp import (
     tokenize,
     words,
 )
+from nlp.keys import split_function_words
 from nlp.tokens import typed_texts
 
 
@@ -328,3 +329,18 @@ def test_request_words_are_not_retrieval_stopwords() -> None:
     assert REQUEST_WORDS.isdisjoint(STOPWORDS)
     assert "ابي" in REQUEST_WORDS and search_keys("ابي") == ["ابي"]
     assert content_keys("ابي اعرف", search_keys, stop_keys_for(search_keys)) == ["اعرف"]
+
+
+def test_a_text_folded_again_gives_fresh_lists_never_the_remembered_tokens() -> None:
+    # nlp.keys remembers a text's folded tokens: what a caller does with the
+    # lists it gets back must not change what the next caller of that text gets.
+    text = "بدي رجّع الغرض خلال تلات تيام shlonak"
+    first = search_keys(text)
+    first.append("دخيل")
+    first_words = words(text)
+    first_words.clear()
+    rest, found = split_function_words(text)
+    found.append("دخيل")
+    assert search_keys(text) == first[:-1] == ["بدي", "رجع", "غرض", "3", "ايام"]
+    assert words(text) == ["بدي", "رجع", "غرض", "خلال", "تلات", "تيام", "شلونك"]
+    assert split_function_words(text) == (rest, found[:-1])
