@@ -45,7 +45,9 @@ def order_tool(url: str, client: httpx.AsyncClient, **extra: object) -> WebhookT
             "description_en": "order status",
             "parameters": SCHEMA,
             "url": url,
-            "timeout_s": 0.5,
+            # Far above a local reply on a starved CPU (0.5 s was not: a 404 came
+            # back after it once); the timeout tests set their own.
+            "timeout_s": 10,
             "auth_header_name": "X-Api-Key",
             "auth_secret": "s3cret",
             **extra,
@@ -81,7 +83,7 @@ async def test_timeout_is_an_error_outcome(
 ) -> None:
     url = webhook_server.route("/slow", WebhookReply(json_body={}, delay_s=1.5))
     started = time.monotonic()
-    outcome = await order_tool(url, client).run({"order_id": "4411"}, CTX)
+    outcome = await order_tool(url, client, timeout_s=0.5).run({"order_id": "4411"}, CTX)
     assert not outcome.ok and "did not answer within 0.5s" in (outcome.error or "")
     assert time.monotonic() - started < 1.4
 
