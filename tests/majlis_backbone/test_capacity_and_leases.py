@@ -28,13 +28,16 @@ async def test_enqueue_wait_is_signalled_before_the_lock_is_free(replicas) -> No
     signals: list[tuple[str, int]] = []
     async with replicas(max_waiters=4, pool_size=2) as (a, b):
         release = asyncio.Event()
+        held = asyncio.Event()
 
         async def hold() -> None:
             async with a.lock("th-q", policy="reject", wait_s=0):
+                held.set()
                 await release.wait()
 
         holder = asyncio.create_task(hold())
-        await asyncio.sleep(0.1)
+        # The lock is a's before b asks (a fixed sleep lost that race on a starved CPU).
+        await held.wait()
 
         async def wait_turn() -> None:
             async with b.lock("th-q", policy="enqueue", wait_s=10,

@@ -34,14 +34,18 @@ async def test_lock_excludes_across_replicas(replicas, tmp_path: Path) -> None:
 async def test_enqueue_waits_then_runs_and_is_bounded(replicas) -> None:
     async with replicas(max_waiters=1) as (a, b):
         order: list[str] = []
+        held = asyncio.Event()
 
         async def hold() -> None:
             async with a.lock("th-q", policy="reject", wait_s=0):
                 order.append("a")
+                held.set()
                 await asyncio.sleep(0.4)
 
         task = asyncio.create_task(hold())
-        await asyncio.sleep(0.1)
+        # On evidence, not a fixed sleep: on a starved CPU a's lock (a PostgreSQL
+        # round trip) can take longer than any sleep, and b would then go first.
+        await held.wait()
         async with b.lock("th-q", policy="enqueue", wait_s=5):
             order.append("b")
         await task
@@ -51,16 +55,20 @@ async def test_enqueue_waits_then_runs_and_is_bounded(replicas) -> None:
             with pytest.raises(ThreadBusy, match="stayed busy"):
                 async with b.lock("th-q", policy="enqueue", wait_s=0.3):
                     pass
-            waiter = asyncio.create_task(_enter(b, "th-q", 5))
-            await asyncio.sleep(0.1)
+            waiting = asyncio.Event()
+            waiter = asyncio.create_task(_enter(b, "th-q", 5, on_wait=waiting))
+            # "thread_busy" is said from inside the waiter count: the one slot is taken.
+            await waiting.wait()
             with pytest.raises(ResourceExhausted, match="waiting"):
                 async with b.lock("th-q", policy="enqueue", wait_s=5):
                     pass
         await waiter
 
 
-async def _enter(store: ThreadStore, thread_id: str, wait: float) -> None:
-    async with store.lock(thread_id, policy="enqueue", wait_s=wait):
+async def _enter(store: ThreadStore, thread_id: str, wait: float,
+                 on_wait: asyncio.Event | None = None) -> None:
+    told = None if on_wait is None else (lambda reason, position: on_wait.set())
+    async with store.lock(thread_id, policy="enqueue", wait_s=wait, on_wait=told):
         pass
 
 

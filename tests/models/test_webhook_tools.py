@@ -45,7 +45,9 @@ def order_tool(url: str, client: httpx.AsyncClient, **extra: object) -> WebhookT
             "description_en": "order status",
             "parameters": SCHEMA,
             "url": url,
-            "timeout_s": 0.5,
+            # Far above a local reply on a starved CPU (0.5 s was not: a 404 came
+            # back after it once); the timeout tests set their own.
+            "timeout_s": 10,
             "auth_header_name": "X-Api-Key",
             "auth_secret": "s3cret",
             **extra,
@@ -79,20 +81,29 @@ async def test_get_sends_query_parameters(
 async def test_timeout_is_an_error_outcome(
     webhook_server: WebhookServer, client: httpx.AsyncClient
 ) -> None:
-    url = webhook_server.route("/slow", WebhookReply(json_body={}, delay_s=1.5))
+    # The reply is due long after the 0.5 s timeout, so the bound tells "gave up
+    # at the timeout" from "waited for the reply" even on a starved CPU.
+    url = webhook_server.route("/slow", WebhookReply(json_body={}, delay_s=10))
     started = time.monotonic()
-    outcome = await order_tool(url, client).run({"order_id": "4411"}, CTX)
+    outcome = await order_tool(url, client, timeout_s=0.5).run({"order_id": "4411"}, CTX)
     assert not outcome.ok and "did not answer within 0.5s" in (outcome.error or "")
-    assert time.monotonic() - started < 1.4
+    assert time.monotonic() - started < 8
 
 
 async def test_deadline_shortens_the_timeout(
     webhook_server: WebhookServer, client: httpx.AsyncClient
 ) -> None:
-    url = webhook_server.route("/slow", WebhookReply(json_body={}, delay_s=1.5))
-    ctx = ToolContext("t1", "u1", "th1", "tu1", deadline=time.monotonic() + 0.2)
-    outcome = await order_tool(url, client, timeout_s=10).run({"order_id": "4411"}, ctx)
+    # 2 s, not 0.2 s, of turn left: a starved CPU used up 0.2 s before the
+    # request went out ("no time left before the turn deadline"), and the
+    # request must be sent for its wait to be cut short. The reply and the
+    # tool's own timeout are both far beyond it.
+    url = webhook_server.route("/slow", WebhookReply(json_body={}, delay_s=30))
+    started = time.monotonic()
+    ctx = ToolContext("t1", "u1", "th1", "tu1", deadline=started + 2.0)
+    outcome = await order_tool(url, client, timeout_s=20).run({"order_id": "4411"}, ctx)
     assert not outcome.ok and "did not answer" in (outcome.error or "")
+    assert time.monotonic() - started < 15  # the deadline ended the wait, not the timeout
+    assert len(webhook_server.requests) == 1
 
 
 async def test_500_is_an_error_outcome(

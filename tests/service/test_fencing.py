@@ -9,6 +9,7 @@ successor's takeover does.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -385,16 +386,21 @@ async def test_a_deadline_that_passes_while_the_consumer_holds_a_text_delta_ends
     from majlis.requests import TurnRequest
 
     openai_server.push(ScriptedReply.text("هلا والله"),
-                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.1),
+                       ScriptedReply.text(SLOW_REPLY, event_delay_s=0.3),  # 9 s: past the deadline
                        ScriptedReply.text("أبشر"))
     async with run_service(model_base_url=openai_server.base_url) as svc:
         first = await collect(svc.client.send("السلام عليكم", user_id="held-delta-u"))
         thread_id = first[-1].thread_id
         saver = svc.app.persistence.checkpointer
         before = [c async for c in saver.alist({"configurable": {"thread_id": thread_id}})]
+        # 3 s for the first text_delta to arrive: with 1 s, a starved CPU (nice 19
+        # against two busy loops) passed the deadline before it, and the test
+        # never held one.
+        timeout_s = 3.0
+        due = time.monotonic() + timeout_s
         turn = svc.app.engine.run_turn(
             TurnRequest(tenant="default", user_id="held-delta-u", text="وين طلبي؟",
-                        thread_id=thread_id), timeout_s=1.0)
+                        thread_id=thread_id), timeout_s=timeout_s)
         kinds: list[str] = []
         hold_cancelled = False
         with pytest.raises(DeadlineExceeded):
@@ -402,8 +408,8 @@ async def test_a_deadline_that_passes_while_the_consumer_holds_a_text_delta_ends
                 kinds.append(type(envelope.event).__name__)
                 if kinds[-1] == "TextDelta" and kinds.count("TextDelta") == 1:
                     try:
-                        # Held past the 1 s deadline, as a write blocked by flow control is.
-                        await asyncio.sleep(1.3)
+                        # Held past the deadline, as a write blocked by flow control is.
+                        await asyncio.sleep(max(0.0, due - time.monotonic()) + 0.3)
                     except asyncio.CancelledError:
                         hold_cancelled = True
                         task = asyncio.current_task()

@@ -7,8 +7,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -99,15 +101,33 @@ async def test_health_and_reflection(run_service) -> None:
 async def test_drain_finishes_open_streams_and_refuses_new_ones(
     run_service, openai_server: ScriptedOpenAIServer
 ) -> None:
-    openai_server.push(ScriptedReply.text("جاري التحقق من طلبك الآن", event_delay_s=0.3))
+    # The reply is held in flight (not timed to outlast the delay) until the
+    # server has stopped taking new RPCs: the turn is then an open stream the
+    # drain must finish. The grace is generous: drain() returns once it ends.
+    held = threading.Event()
+    openai_server.push(replace(ScriptedReply.text("جاري التحقق من طلبك الآن", event_delay_s=0.3),
+                               hold=held))
     async with run_service(model_base_url=openai_server.base_url) as svc:
         call = svc.client.send("وين طلبي؟", user_id="u1")
         first = await call.read()
+        # A lock connection late on a starved CPU is said first (queued), truthfully.
+        while first.HasField("queued"):
+            first = await call.read()
         assert first.HasField("turn_started")
-        drain = asyncio.create_task(svc.server.drain(5.0, delay=0.5))
-        await asyncio.sleep(0.1)
-        status = await svc.client.health("diwaniya.v1.Conversations")
-        live = await svc.client.health()
+        # Both health checks must land inside the delay, while new RPCs are still
+        # taken: 0.5 s was not enough on a starved CPU (the liveness check came
+        # after the stop and was CANCELLED).
+        drain = asyncio.create_task(svc.server.drain(30.0, delay=2.0))
+        try:
+            await asyncio.sleep(0.1)
+            status = await svc.client.health("diwaniya.v1.Conversations")
+            live = await svc.client.health()
+            for _ in range(200):
+                if svc.server._draining.is_set():  # the delay is over: stop() has begun
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            held.set()
         rest = []
         while (event := await call.read()) is not grpc.aio.EOF:
             rest.append(event)

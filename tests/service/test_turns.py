@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 
 import grpc
@@ -176,8 +177,17 @@ async def test_enqueue_policy_runs_both_turns_in_order(run_service) -> None:
     assert len(thread.messages) == 6
 
 
-async def test_client_cancel_stops_the_turn(run_service, openai_server: ScriptedOpenAIServer
-                                            ) -> None:
+def _ended_rpcs(caplog: pytest.LogCaptureFixture, code: str) -> int:
+    """How many SendMessage RPCs the server has logged as ended with ``code`` (service.observe)."""
+    fields = [getattr(r, "diwaniya", {}) for r in caplog.records
+              if r.name == "diwaniya.rpc" and r.getMessage() == "rpc"]
+    return len([f for f in fields
+                if f.get("rpc.method") == "SendMessage" and f.get("rpc.code") == code])
+
+
+async def test_client_cancel_stops_the_turn(run_service, openai_server: ScriptedOpenAIServer,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="diwaniya.rpc")
     openai_server.push(ScriptedReply.text(" ".join(["كلمة"] * 40), event_delay_s=0.25))
     openai_server.push(ScriptedReply.text("أهلين"))
     async with run_service(model_base_url=openai_server.base_url) as svc:
@@ -189,7 +199,15 @@ async def test_client_cancel_stops_the_turn(run_service, openai_server: Scripted
                 call.cancel()
                 break
         thread_id = seen[0].thread_id
-        await asyncio.sleep(0.3)
+        # Until the server has ended the cancelled RPC (its lease given back on
+        # the way out), not a fixed 0.3 s: on a starved CPU the server had not
+        # yet seen the cancel, and the "at once" turn below was ABORTED busy.
+        for _ in range(200):
+            if _ended_rpcs(caplog, "CANCELLED"):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the server never ended the cancelled RPC")
         cancelled = await svc.client.get_thread(thread_id, user_id="u1")
         # Nothing of the cancelled turn reached the thread: no messages, no phase.
         assert list(cancelled.messages) == [] and cancelled.phase == ""
