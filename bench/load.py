@@ -67,6 +67,7 @@ from typing import Annotated, Any, TypedDict  # noqa: E402
 import grpc  # noqa: E402
 import psycopg  # noqa: E402
 
+from bench._pg import fresh_database  # noqa: E402
 from service import DiwaniyaClient  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -387,12 +388,9 @@ def main() -> None:
     args = ap.parse_args()
     modes = ["fresh", "continuing"] if args.mode == "both" else [args.mode]
 
-    name = f"diwaniya_load_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    dsn = f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}"
     phases: list[Phase] = []
-    try:
+    with fresh_database(args.admin_dsn, "diwaniya_load") as db:
+        dsn = db.dsn
         proc, target = start_server(dsn, args.workers, args.pool_max,
                                     -(-args.streams // args.workers))
         try:
@@ -411,9 +409,6 @@ def main() -> None:
                 for nodes, label in ((SERVICE_NODES, "bare"), (len(STEPS), "bare5")):
                     phases.append(asyncio.run(drive_bare(
                         dsn, mode, args.streams, args.turns, args.pool_max, nodes, label)))
-    finally:
-        with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     rows = {p.name: p.summary() for p in phases}
     ratios: dict[str, float] = {}
