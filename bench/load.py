@@ -38,7 +38,8 @@ first turn of every stream at once (a cold burst on the just-started server,
 connections at start (``DIWANIYA_PG_LOCK_POOL_MIN``): the budget below would
 have it open 56 a process, more than the shared PostgreSQL holds for two.
 
-Prints a table, writes bench/results/load.json; the last line is one JSON object.
+Prints a table, writes bench/results/load.json (``--workers N`` > 1:
+load_workers{N}.json; ``--out`` to choose); the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -384,8 +385,13 @@ def main() -> None:
                     help="send a new request_id with every turn (the idempotent-retry path)")
     ap.add_argument("--admin-dsn", default=os.environ.get(
         "DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"))
-    ap.add_argument("--out", type=Path, default=_HERE / "results" / "load.json")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default bench/results/load.json, load_workers{N}.json for N > 1")
     args = ap.parse_args()
+    # One file per worker count, so a --workers 2 run does not overwrite the
+    # one-worker figures that the README quotes beside it.
+    out: Path = args.out or _HERE / "results" / (
+        "load.json" if args.workers == 1 else f"load_workers{args.workers}.json")
     modes = ["fresh", "continuing"] if args.mode == "both" else [args.mode]
 
     phases: list[Phase] = []
@@ -458,8 +464,8 @@ def main() -> None:
               "workers": args.workers, "request_ids": args.request_ids,
               "cpus": os.cpu_count(), "phases": rows, "bare_nodes": SERVICE_NODES,
               "ratio_vs_bare": ratios, "ratio_vs_bare5": ratios5}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     print(json.dumps(result, ensure_ascii=False))
 
 
