@@ -36,8 +36,7 @@ import time  # noqa: E402
 import uuid  # noqa: E402
 from typing import Any  # noqa: E402
 
-import psycopg  # noqa: E402
-
+from bench._pg import fresh_database  # noqa: E402
 from service import DiwaniyaClient, Settings, build_app  # noqa: E402
 
 TEXTS = ["السلام عليكم، عندي مشكلة في الطلب", "شلونك؟ وين وصل طلبي؟", "ازيك، الشحنة اتأخرت ليه؟",
@@ -113,15 +112,9 @@ def main() -> None:
     # every metric recording goes through a reader as in production.
     os.environ.setdefault("DIWANIYA_METRICS_LISTEN", "127.0.0.1:0")
     os.environ.pop("DIWANIYA_MODEL_BASE_URL", None)
-    name = f"diwaniya_cputurn_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        result = asyncio.run(run(f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}", args.turns,
-                                 args.mode, args.profile, args.unique, args.pause))
-    finally:
-        with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(args.admin_dsn, "diwaniya_cputurn") as db:
+        result = asyncio.run(run(db.dsn, args.turns, args.mode, args.profile, args.unique,
+                                 args.pause))
     print(json.dumps(result))
 
 

@@ -50,11 +50,11 @@ import sqlite3  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from typing import Any  # noqa: E402
 
 import psycopg  # noqa: E402
 
+from bench._pg import fresh_database_async  # noqa: E402
 from service import DiwaniyaClient, Settings, build_app  # noqa: E402
 
 RESULTS = _HERE / "results" / "history.json"
@@ -162,14 +162,8 @@ async def one_run(store: str, mode: str, args: argparse.Namespace,
     """One (store, mode) run on a database of its own."""
     if store == "sqlite":
         return await run(store, mode, args, data_dir, None)
-    name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        return await run(store, mode, args, data_dir, f"{ADMIN.rsplit('/', 1)[0]}/{name}")
-    finally:
-        with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with fresh_database_async(ADMIN) as db:
+        return await run(store, mode, args, data_dir, db.dsn)
 
 
 def combine(runs: list[dict[str, Any]], turns: int) -> dict[str, Any]:

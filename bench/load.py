@@ -38,7 +38,8 @@ first turn of every stream at once (a cold burst on the just-started server,
 connections at start (``DIWANIYA_PG_LOCK_POOL_MIN``): the budget below would
 have it open 56 a process, more than the shared PostgreSQL holds for two.
 
-Prints a table, writes bench/results/load.json; the last line is one JSON object.
+Prints a table, writes bench/results/load.json (``--workers N`` > 1:
+load_workers{N}.json; ``--out`` to choose); the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from typing import Annotated, Any, TypedDict  # noqa: E402
 import grpc  # noqa: E402
 import psycopg  # noqa: E402
 
+from bench._pg import fresh_database  # noqa: E402
 from service import DiwaniyaClient  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -383,16 +385,18 @@ def main() -> None:
                     help="send a new request_id with every turn (the idempotent-retry path)")
     ap.add_argument("--admin-dsn", default=os.environ.get(
         "DIWANIYA_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"))
-    ap.add_argument("--out", type=Path, default=_HERE / "results" / "load.json")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default bench/results/load.json, load_workers{N}.json for N > 1")
     args = ap.parse_args()
+    # One file per worker count, so a --workers 2 run does not overwrite the
+    # one-worker figures that the README quotes beside it.
+    out: Path = args.out or _HERE / "results" / (
+        "load.json" if args.workers == 1 else f"load_workers{args.workers}.json")
     modes = ["fresh", "continuing"] if args.mode == "both" else [args.mode]
 
-    name = f"diwaniya_load_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    dsn = f"{args.admin_dsn.rsplit('/', 1)[0]}/{name}"
     phases: list[Phase] = []
-    try:
+    with fresh_database(args.admin_dsn, "diwaniya_load") as db:
+        dsn = db.dsn
         proc, target = start_server(dsn, args.workers, args.pool_max,
                                     -(-args.streams // args.workers))
         try:
@@ -411,9 +415,6 @@ def main() -> None:
                 for nodes, label in ((SERVICE_NODES, "bare"), (len(STEPS), "bare5")):
                     phases.append(asyncio.run(drive_bare(
                         dsn, mode, args.streams, args.turns, args.pool_max, nodes, label)))
-    finally:
-        with psycopg.connect(args.admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     rows = {p.name: p.summary() for p in phases}
     ratios: dict[str, float] = {}
@@ -463,8 +464,8 @@ def main() -> None:
               "workers": args.workers, "request_ids": args.request_ids,
               "cpus": os.cpu_count(), "phases": rows, "bare_nodes": SERVICE_NODES,
               "ratio_vs_bare": ratios, "ratio_vs_bare5": ratios5}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     print(json.dumps(result, ensure_ascii=False))
 
 

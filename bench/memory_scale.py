@@ -45,6 +45,7 @@ from pathlib import Path
 # bench/ is first on sys.path when run as a script; bench/nlp.py would shadow
 # the nlp package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench._pg
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
@@ -57,13 +58,13 @@ import sqlite3  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from functools import lru_cache  # noqa: E402
 
 import asyncpg  # noqa: E402
 
 import nlp  # noqa: E402
+from bench._pg import fresh_database_async  # noqa: E402
 from memory import (  # noqa: E402
     Kind,
     MemoryStore,
@@ -191,17 +192,11 @@ async def postgres_sizes(args: argparse.Namespace, sizes: list[int], rng: random
                          pool: list[str], held_out: list[str], row_keys: KeyFunction
                          ) -> tuple[list[dict], str, int]:
     """Load and time the PostgreSQL store at each size (a scratch or kept database)."""
-    admin = await asyncpg.connect(args.dsn)
-    name = args.reuse_db or args.keep_db or f"diwaniya_scale_{uuid.uuid4().hex[:8]}"
-    keep = bool(args.reuse_db or args.keep_db)
-    exists = await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
-    if args.reuse_db and not exists:
-        raise SystemExit(f"--reuse-db: no database {name}")
-    if not exists:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = args.dsn.rsplit("/", 1)[0] + "/" + name
     results = []
-    try:
+    async with fresh_database_async(args.dsn, "diwaniya_scale",
+                                    kept=args.reuse_db or args.keep_db or None,
+                                    must_exist=bool(args.reuse_db)) as db:
+        name, dsn = db.name, db.dsn
         store = await PostgresMemoryStore.connect(dsn, keys=row_keys, max_size=2,
                                                       typo=not args.no_typo)
         await store.setup()
@@ -210,14 +205,8 @@ async def postgres_sizes(args: argparse.Namespace, sizes: list[int], rng: random
         if have > sizes[0]:
             raise SystemExit(f"{name} already holds {have} rows, more than {sizes[0]}")
         for size in sizes:
-            insert_s = 0.0
             added = size - have
-            while have < size:
-                batch = make_rows(rng, pool, have, min(args.batch, size - have))
-                t0 = time.perf_counter()
-                await store.put(batch)
-                insert_s += time.perf_counter() - t0
-                have += len(batch)
+            have, insert_s = await fill(store, args, rng, pool, have, size)
             await conn.execute("VACUUM ANALYZE memory_records")
             await conn.execute("VACUUM ANALYZE memory_terms")
             if args.queries <= 0:
@@ -227,10 +216,6 @@ async def postgres_sizes(args: argparse.Namespace, sizes: list[int], rng: random
                                         warm, lambda: _pg_mb(conn))
         await conn.close()
         await store.close()
-    finally:
-        if not keep:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
     return results, name, have
 
 
@@ -249,14 +234,8 @@ async def sqlite_sizes(args: argparse.Namespace, sizes: list[int], rng: random.R
             raise SystemExit(f"{path} already holds {have} rows, more than {sizes[0]}")
         try:
             for size in sizes:
-                insert_s = 0.0
                 added = size - have
-                while have < size:
-                    batch = make_rows(rng, pool, have, min(args.batch, size - have))
-                    t0 = time.perf_counter()
-                    await store.put(batch)
-                    insert_s += time.perf_counter() - t0
-                    have += len(batch)
+                have, insert_s = await fill(store, args, rng, pool, have, size)
                 db.execute("ANALYZE")
                 if args.queries <= 0:
                     continue
@@ -267,6 +246,20 @@ async def sqlite_sizes(args: argparse.Namespace, sizes: list[int], rng: random.R
             db.close()
             await store.close()
     return results, str(path), have
+
+
+async def fill(store: MemoryStore, args: argparse.Namespace, rng: random.Random,
+               pool: list[str], have: int, size: int) -> tuple[int, float]:
+    """Put rows in batches of ``--batch`` until the store holds ``size``: the rows
+    now held and the seconds spent in ``put`` (generating rows is not timed)."""
+    insert_s = 0.0
+    while have < size:
+        batch = make_rows(rng, pool, have, min(args.batch, size - have))
+        t0 = time.perf_counter()
+        await store.put(batch)
+        insert_s += time.perf_counter() - t0
+        have += len(batch)
+    return have, insert_s
 
 
 def size_queries(args: argparse.Namespace, size: int, held_out: list[str]

@@ -35,11 +35,12 @@ import json  # noqa: E402
 import os  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from typing import Any  # noqa: E402
 
 import psycopg  # noqa: E402
 from pydantic import SecretStr  # noqa: E402
+
+from bench._pg import fresh_database  # noqa: E402
 
 sys.path.append(str(_HERE))  # last: bench/nlp.py must not hide the nlp package
 from suite_cpu import postgres_cpu_s  # noqa: E402
@@ -71,22 +72,15 @@ async def build_and_close(dsn: str, data_dir: Path, *, turn: bool) -> None:
 
 
 def measure(admin: str, runs: int, *, turn: bool) -> dict[str, Any]:
-    name = f"diwaniya_bench_backends_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    dsn = f"{admin.rsplit('/', 1)[0]}/{name}"
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(build_and_close(dsn, Path(tmp), turn=turn))  # migrated, warm
-            time.sleep(0.5)
-            before, cpu0 = sessions(admin, name), postgres_cpu_s()
-            for _ in range(runs):
-                asyncio.run(build_and_close(dsn, Path(tmp), turn=turn))
-            time.sleep(0.5)  # the last backends' exit flushes their statistics
-            after, cpu1 = sessions(admin, name), postgres_cpu_s()
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(admin, "diwaniya_bench_backends") as db, \
+            tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(build_and_close(db.dsn, Path(tmp), turn=turn))  # migrated, warm
+        time.sleep(0.5)
+        before, cpu0 = sessions(admin, db.name), postgres_cpu_s()
+        for _ in range(runs):
+            asyncio.run(build_and_close(db.dsn, Path(tmp), turn=turn))
+        time.sleep(0.5)  # the last backends' exit flushes their statistics
+        after, cpu1 = sessions(admin, db.name), postgres_cpu_s()
     return {"runs": runs, "sessions_per_app": (after - before) / runs,
             "server_cpu_ms_per_app": round((cpu1 - cpu0) * 1000 / runs, 1)}
 

@@ -24,19 +24,18 @@ from pathlib import Path
 # bench/ is first on sys.path when run as a script; bench/nlp.py would shadow
 # the nlp package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench._pg
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import tempfile  # noqa: E402
-import uuid  # noqa: E402
 from typing import Any  # noqa: E402
 from unittest import mock  # noqa: E402
 
-import psycopg  # noqa: E402
-
 import nlp.keys  # noqa: E402
+from bench._pg import fresh_database_async  # noqa: E402
 from memory import Kind, NewRecord, PostgresMemoryStore, SqliteMemoryStore  # noqa: E402
 from memory.rekey import RekeyReport  # noqa: E402
 
@@ -100,19 +99,12 @@ async def main() -> None:
                 SqliteMemoryStore(path, keys=pre_count_keys, fingerprint="builtin/1"),
                 SqliteMemoryStore(path, keys=nlp.keys.stem_and_surface_keys), records)
     if "postgres" in stores:
-        name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(args.dsn, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        dsn = f"{args.dsn.rsplit('/', 1)[0]}/{name}"
-        try:
+        async with fresh_database_async(args.dsn) as db:
             results["postgres"] = await measure(
-                await PostgresMemoryStore.connect(dsn, keys=pre_count_keys,
+                await PostgresMemoryStore.connect(db.dsn, keys=pre_count_keys,
                                                   fingerprint="builtin/1"),
-                await PostgresMemoryStore.connect(dsn, keys=nlp.keys.stem_and_surface_keys),
+                await PostgresMemoryStore.connect(db.dsn, keys=nlp.keys.stem_and_surface_keys),
                 records)
-        finally:
-            with psycopg.connect(args.dsn, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     print(f"{'store':<9} {'run':<17} {'rows':>7} {'changed':>8} {'s':>7} {'rows/s':>7} {'load':>5}")
     for store in stores:
         for run, r in results[store].items():

@@ -22,6 +22,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))  # bench._pg
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
@@ -30,11 +31,9 @@ import os  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from typing import Any  # noqa: E402
 
-import psycopg  # noqa: E402
-
+from bench._pg import fresh_database_async  # noqa: E402
 from service import DiwaniyaClient, Settings, build_app  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,16 +92,9 @@ async def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         rows.append(await run_store("sqlite", args.turns, args.replays, Path(tmp) / "s", None))
-        name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            dsn = f"{ADMIN.rsplit('/', 1)[0]}/{name}"
+        async with fresh_database_async(ADMIN) as db:
             rows.append(await run_store("postgres", args.turns, args.replays,
-                                        Path(tmp) / "p", dsn))
-        finally:
-            with psycopg.connect(ADMIN, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                                        Path(tmp) / "p", db.dsn))
     print(f"{'store':<9} {'turns':>5} {'turn ms':>8} {'oldest p50/p95 ms':>19} "
           f"{'newest p50/p95 ms':>19}")
     for r in rows:

@@ -34,11 +34,11 @@ import sqlite3  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from typing import Any  # noqa: E402
 
 import psycopg  # noqa: E402
 
+from bench._pg import fresh_database_async  # noqa: E402
 from majlis.requests import TurnRequest  # noqa: E402
 from service import Settings, build_app  # noqa: E402
 
@@ -128,17 +128,11 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         results["sqlite"] = await run_store(
             {"data_dir": Path(folder), "metrics_listen": ""}, args.turns, args.kept)
-    name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
+    async with fresh_database_async(ADMIN) as db:
         with tempfile.TemporaryDirectory() as folder:
             results["postgres"] = await run_store(
-                {"data_dir": Path(folder), "metrics_listen": "",
-                 "database_url": f"{ADMIN.rsplit('/', 1)[0]}/{name}"}, args.turns, args.kept)
-    finally:
-        with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                {"data_dir": Path(folder), "metrics_listen": "", "database_url": db.dsn},
+                args.turns, args.kept)
     print(f"{'store':<9} {'kept':>5} {'commit wall ms':>15} {'commit cpu ms':>14} "
           f"{'checkpoints':>12} {'stored bytes':>13}")
     for store in ("sqlite", "postgres"):

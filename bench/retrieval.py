@@ -41,6 +41,7 @@ from pathlib import Path
 # bench/nlp.py would shadow the nlp package; the script's folder holds no
 # imports of ours, so drop it.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench._pg
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
@@ -51,11 +52,11 @@ import re  # noqa: E402
 import sqlite3  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
 
 import asyncpg  # noqa: E402
 
+from bench._pg import fresh_database_async  # noqa: E402
 from memory import (  # noqa: E402
     Kind,
     MemoryStore,
@@ -163,6 +164,17 @@ async def add_distractors(store: MemoryStore, count: int, tenant: str = TENANT) 
             batch = []
 
 
+async def load_store(store: MemoryStore, args: argparse.Namespace) -> float:
+    """Set up ``store`` and load the corpus and both sets of distractors into it,
+    the same for every store; the load's seconds (setup not counted)."""
+    await store.setup()
+    t0 = time.perf_counter()
+    await kb.ingest_files(store, TENANT, [args.corpus])
+    await add_distractors(store, args.distractors)
+    await add_distractors(store, args.other_tenant, OTHER_TENANT)
+    return round(time.perf_counter() - t0, 2)
+
+
 def store_ranker(store: MemoryStore) -> Ranker:
     async def rank(text: str) -> list[str]:
         hits = await kb.search(store, TENANT, text, k=10)
@@ -250,20 +262,12 @@ async def main(argv: Sequence[str] | None = None) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             store = SqliteMemoryStore(Path(tmp) / "m.sqlite3", keys=keys, expand=bridge,
                                       typo=not args.no_typo)
-            await store.setup()
-            t0 = time.perf_counter()
-            await kb.ingest_files(store, TENANT, [args.corpus])
-            await add_distractors(store, args.distractors)
-            await add_distractors(store, args.other_tenant, OTHER_TENANT)
-            timings["sqlite_ingest_s"] = round(time.perf_counter() - t0, 2)
+            timings["sqlite_ingest_s"] = await load_store(store, args)
             results["memory_sqlite"] = await run("sqlite", store_ranker(store), queries)
             await store.close()
 
-    admin = await asyncpg.connect(args.dsn)
-    name = f"diwaniya_bench_{uuid.uuid4().hex[:8]}"
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = args.dsn.rsplit("/", 1)[0] + "/" + name
-    try:
+    async with fresh_database_async(args.dsn) as db:
+        dsn = db.dsn
         conn = await asyncpg.connect(dsn)
         results["pg_arabic_ts_rank"] = await run(
             "arabic", await pg_arabic_anchor(conn, corpus), queries)
@@ -271,17 +275,9 @@ async def main(argv: Sequence[str] | None = None) -> dict:
         if args.store in ("postgres", "both"):
             pg = await PostgresMemoryStore.connect(dsn, keys=keys, max_size=2, expand=bridge,
                                                    typo=not args.no_typo)
-            await pg.setup()
-            t0 = time.perf_counter()
-            await kb.ingest_files(pg, TENANT, [args.corpus])
-            await add_distractors(pg, args.distractors)
-            await add_distractors(pg, args.other_tenant, OTHER_TENANT)
-            timings["postgres_ingest_s"] = round(time.perf_counter() - t0, 2)
+            timings["postgres_ingest_s"] = await load_store(pg, args)
             results["memory_postgres"] = await run("postgres", store_ranker(pg), queries)
             await pg.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
     cols = ["recall@1", "recall@5", "recall@10", "mrr@10", "ms_per_query", "rankings_sha256"]
     print(f"{args.corpus.name}: {len(corpus)} passages (+{args.distractors} distractors"

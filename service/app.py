@@ -398,4 +398,5 @@ async def build_app(
 def configure_telemetry(settings: Settings) -> Telemetry:
     """Tracing and metrics from OTEL_* and the settings (one per process)."""
     return Telemetry.configure(environ=os.environ, traces=settings.traces,
-                               metrics_listen=settings.metrics_listen)
+                               metrics_listen=settings.metrics_listen,
+                               exemplar_filter=settings.otel_metrics_exemplar_filter)

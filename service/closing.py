@@ -29,6 +29,14 @@ collector; :class:`InnerClosing`, placed just inside such a layer, records
 the generator below it, and the task closes those first, innermost first,
 before the outermost one.
 
+When the client cancels (or its deadline passes) while a write is blocked,
+grpc's write fails in core and, if it has not yet seen the cancellation (a
+race it loses most of the time here), grpc logs "ExecuteBatchError raised in
+core by servicer method" at ERROR with a traceback. That is the expected end
+of a cancelled RPC, whose own line (service.observe) already says CANCELLED or
+DEADLINE_EXCEEDED: :class:`CancelledWriteFilter` turns it into one INFO line
+of ours saying so.
+
 >>> interceptors = (ClosingInterceptor(), *telemetry.interceptors(tenant_of))  # doctest: +SKIP
 >>> # «السلام عليكم»'s stream, cancelled mid-write, releases its thread at once.
 """
@@ -40,10 +48,12 @@ import contextlib
 import contextvars
 import inspect
 import logging
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import grpc
+from grpc._cython import cygrpc
 
 from service import priority
 
@@ -52,6 +62,38 @@ _END = object()
 _OPEN: contextvars.ContextVar[list[AsyncGenerator[Any, None]]] = contextvars.ContextVar(
     "diwaniya_open_streams")
 log = logging.getLogger("diwaniya.service")
+# grpc.aio's own logger, and the method in its "... by servicer method [/pkg.Svc/Method]".
+GRPC_LOGGER = "grpc._cython.cygrpc"
+_METHOD = re.compile(r"servicer method \[([^\]]*)\]")
+
+
+class CancelledWriteFilter(logging.Filter):
+    """On grpc's logger: its ERROR for a write that failed because the RPC had
+    already ended (ExecuteBatchError) becomes an INFO line of ours that says so.
+
+    grpc drops such a failure silently when it has already noticed the client's
+    cancellation; it logs it when the failure wins the race. Either way no
+    response was lost that the client still wanted, and the status is the
+    client's own (CANCELLED, DEADLINE_EXCEEDED): an error here was noise that
+    hid real ones. Every other record passes unchanged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, cygrpc.ExecuteBatchError):
+            return True
+        found = _METHOD.search(record.getMessage())
+        log.info("a write to %s failed in grpc core after the RPC had ended (the client "
+                 "cancelled, its deadline passed or it went away): expected, the RPC's own "
+                 "line has its status", found.group(1) if found else "an RPC")
+        return False
+
+
+def quiet_cancelled_writes() -> None:
+    """Install :class:`CancelledWriteFilter` on grpc's logger, once per process."""
+    grpc_log = logging.getLogger(GRPC_LOGGER)
+    if not any(isinstance(f, CancelledWriteFilter) for f in grpc_log.filters):
+        grpc_log.addFilter(CancelledWriteFilter())
 
 
 class _Steps:

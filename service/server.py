@@ -21,7 +21,7 @@ from diwaniya.v1 import conversations_pb2 as pb
 from majlis.config import settings_values
 from service import knowledge as kb_service
 from service import priority, wire
-from service.closing import ClosingInterceptor
+from service.closing import ClosingInterceptor, quiet_cancelled_writes
 from service.knowledge import KnowledgeServicer
 from service.servicer import ConversationsServicer
 
@@ -211,6 +211,7 @@ class Server:
         if options.reuse_port:
             # Explicit, not grpc's platform default: the workers depend on it.
             grpc_options.append(("grpc.so_reuseport", 1))
+        quiet_cancelled_writes()  # grpc's ERROR for a write after a cancel (service.closing)
         self._server = grpc.aio.server(
             options=grpc_options, maximum_concurrent_rpcs=options.max_concurrent_streams * 4,
             # Outermost, always: every streaming handler is closed in its own task

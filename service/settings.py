@@ -300,6 +300,11 @@ class Settings(BaseSettings):
     # Telemetry (service.telemetry, service.logs); the OTEL_* variables configure
     # OTLP export. The Prometheus endpoint (/metrics) has its own port; "" disables it.
     metrics_listen: str = "127.0.0.1:9464"
+    # Which measurements keep an exemplar (a trace link), under OpenTelemetry's
+    # own name. Unset: none when only the Prometheus endpoint reads the metrics
+    # (it drops exemplars, so sampling them is CPU for nothing), else trace_based.
+    otel_metrics_exemplar_filter: Literal["always_on", "always_off", "trace_based"] | None = Field(
+        default=None, validation_alias=AliasChoices("OTEL_METRICS_EXEMPLAR_FILTER"))
     log_format: Literal["json", "text"] = "json"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # The one switch that lets message text into logs (ours and third-party loggers').

@@ -16,7 +16,9 @@ Configuration is the standard ``OTEL_*`` environment:
   unless that setting is empty;
 * ``OTEL_EXPORTER_OTLP_PROTOCOL`` = ``grpc`` (default) | ``http/protobuf``; the
   exporters read their own ``OTEL_EXPORTER_OTLP_*`` endpoint, headers, timeouts;
-* ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*``, ``OTEL_METRIC_EXPORT_INTERVAL``: the SDK's.
+* ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*``, ``OTEL_METRIC_EXPORT_INTERVAL``: the SDK's;
+* ``OTEL_METRICS_EXEMPLAR_FILTER`` is a setting (``Settings.otel_metrics_exemplar_filter``),
+  passed in: the default depends on which readers there are.
 
 Invariant: no span attribute, metric label or log field carries message text;
 names in docs/operations.md and briefs' metrics list, ids only as span attributes.
@@ -24,15 +26,20 @@ names in docs/operations.md and briefs' metrics list, ids only as span attribute
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
-from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
+from opentelemetry.sdk.metrics import (
+    AlwaysOffExemplarFilter,
+    AlwaysOnExemplarFilter,
+    ExemplarFilter,
+    MeterProvider,
+    TraceBasedExemplarFilter,
+)
 from opentelemetry.sdk.metrics.export import (
     ConsoleMetricExporter,
     MetricReader,
@@ -53,6 +60,11 @@ from prometheus_client import CollectorRegistry
 from diwaniya.errors import ConfigurationError
 
 DEFAULT_SERVICE_NAME = "diwaniya"
+# OTEL_METRICS_EXEMPLAR_FILTER's values (the SDK's names).
+ExemplarFilterName = Literal["always_on", "always_off", "trace_based"]
+_EXEMPLAR_FILTERS: dict[str, Callable[[], ExemplarFilter]] = {
+    "always_on": AlwaysOnExemplarFilter, "always_off": AlwaysOffExemplarFilter,
+    "trace_based": TraceBasedExemplarFilter}
 # Seconds: turns stream for up to minutes; pool waits are milliseconds to seconds.
 SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
                    120.0)
@@ -301,7 +313,8 @@ class Telemetry:
     """One App's exporters, meter provider and instruments; ``close()`` flushes them."""
 
     def __init__(self, *, resource: Resource, span_processors: Sequence[SpanProcessor],
-                 metric_readers: Sequence[MetricReader], metrics_listen: str) -> None:
+                 metric_readers: Sequence[MetricReader], metrics_listen: str,
+                 exemplar_filter: ExemplarFilterName | None = None) -> None:
         self.resource = resource
         self.tracer_provider = _global_tracer_provider(resource)
         self._span_processors = tuple(span_processors)
@@ -322,11 +335,13 @@ class Telemetry:
         # (OTLP, console, a test's): the Prometheus reader drops them. With no
         # such reader the SDK's default filter still asks for the current span
         # at each of a turn's ~12 recordings, for nothing (bench/cpu_turn.py).
-        # OTEL_METRICS_EXEMPLAR_FILTER, when set, is the operator's choice.
-        unread = not metric_readers and "OTEL_METRICS_EXEMPLAR_FILTER" not in os.environ
+        # ``exemplar_filter`` (OTEL_METRICS_EXEMPLAR_FILTER, from the settings),
+        # when set, is the operator's choice. Always passed: the SDK would
+        # otherwise read the process environment itself.
+        chosen = exemplar_filter or ("trace_based" if metric_readers else "always_off")
         self.meter_provider = MeterProvider(
             metric_readers=readers, resource=resource, views=views,
-            exemplar_filter=AlwaysOffExemplarFilter() if unread else None)
+            exemplar_filter=_EXEMPLAR_FILTERS[chosen]())
         self.meter = self.meter_provider.get_meter("diwaniya.service")
         self.metrics = Metrics.create(self.meter)
         self._pools: dict[str, PoolReading] = {}
@@ -339,8 +354,11 @@ class Telemetry:
     @classmethod
     def configure(cls, *, environ: Mapping[str, str], traces: str = "off",
                   metrics_listen: str = "", span_exporter: SpanExporter | None = None,
-                  metric_readers: Sequence[MetricReader] = ()) -> Telemetry:
-        """From the OTEL_* environment; tests pass an in-memory exporter and reader."""
+                  metric_readers: Sequence[MetricReader] = (),
+                  exemplar_filter: ExemplarFilterName | None = None) -> Telemetry:
+        """From the OTEL_* environment (exporters) and the settings (``traces``,
+        ``metrics_listen``, ``exemplar_filter``); tests pass an in-memory exporter and
+        reader."""
         processors: list[SpanProcessor] = []
         chosen = exporter_choice("traces", environ, "console" if traces == "console" else "none")
         if chosen == "otlp":
@@ -357,7 +375,8 @@ class Telemetry:
         elif metrics_choice == "console":
             readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
         return cls(resource=resource_from(environ), span_processors=processors,
-                   metric_readers=readers, metrics_listen=metrics_listen)
+                   metric_readers=readers, metrics_listen=metrics_listen,
+                   exemplar_filter=exemplar_filter)
 
     def interceptors(self, tenant_of: Any) -> list[Any]:
         """The server interceptors, outermost first: the trace (continuing the caller's

@@ -122,9 +122,16 @@ async def test_drain_finishes_open_streams_and_refuses_new_ones(
             await asyncio.sleep(0.1)
             status = await svc.client.health("diwaniya.v1.Conversations")
             live = await svc.client.health()
+            # The delay is over once a new RPC is refused (stop() has begun); on
+            # the way there a check may also be cut off (CANCELLED) by the stop.
+            refused: grpc.StatusCode | None = None
             for _ in range(200):
-                if svc.server._draining.is_set():  # the delay is over: stop() has begun
-                    break
+                try:
+                    await svc.client.health()
+                except grpc.aio.AioRpcError as exc:
+                    if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                        refused = exc.code()
+                        break
                 await asyncio.sleep(0.05)
         finally:
             held.set()
@@ -136,6 +143,7 @@ async def test_drain_finishes_open_streams_and_refuses_new_ones(
             await collect(svc.client.send("هلا", user_id="u1"))
     assert status == "NOT_SERVING"
     assert live == "SERVING"  # draining is readiness, not liveness
+    assert refused is not None  # new RPCs were refused while the turn was still held
     assert rest[-1].HasField("turn_completed")
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
 

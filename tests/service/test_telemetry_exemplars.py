@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, AlwaysOnExemplarFilter
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import ValidationError
 
+from service import Settings
+from service.app import configure_telemetry
 from service.telemetry import Telemetry
 
 
@@ -28,23 +31,46 @@ def test_a_passed_reader_gets_the_trace_of_a_measurement_made_in_a_span() -> Non
     assert [e.trace_id for p in points for e in p.exemplars] == [span.get_span_context().trace_id]
 
 
-def test_prometheus_alone_samples_no_exemplars(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The Prometheus reader drops exemplars: sampling them was CPU for nothing.
-    # (The SDK has no public reading of its filter.)
-    monkeypatch.delenv("OTEL_METRICS_EXEMPLAR_FILTER", raising=False)
-    telemetry = Telemetry.configure(environ={}, metrics_listen="127.0.0.1:0")
+def _filter_of(telemetry: Telemetry) -> object:
+    """The filter ``telemetry`` chose (the SDK has no public reading of it); closes it."""
     try:
-        chosen = telemetry.meter_provider._sdk_config.exemplar_filter
+        return telemetry.meter_provider._sdk_config.exemplar_filter
     finally:
         telemetry.close()
+
+
+def test_prometheus_alone_samples_no_exemplars(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Prometheus reader drops exemplars: sampling them was CPU for nothing.
+    monkeypatch.delenv("OTEL_METRICS_EXEMPLAR_FILTER", raising=False)
+    chosen = _filter_of(configure_telemetry(Settings(metrics_listen="127.0.0.1:0")))
     assert isinstance(chosen, AlwaysOffExemplarFilter)
 
 
 def test_the_operators_exemplar_filter_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The variable reaches the telemetry through the settings the entry point read.
     monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", "always_on")
-    telemetry = Telemetry.configure(environ={}, metrics_listen="127.0.0.1:0")
-    try:
-        chosen = telemetry.meter_provider._sdk_config.exemplar_filter
-    finally:
-        telemetry.close()
-    assert not isinstance(chosen, AlwaysOffExemplarFilter)
+    settings = Settings(metrics_listen="127.0.0.1:0")
+    assert settings.otel_metrics_exemplar_filter == "always_on"
+    assert isinstance(_filter_of(configure_telemetry(settings)), AlwaysOnExemplarFilter)
+
+
+def test_telemetry_reads_no_exemplar_filter_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the entry point reads settings: a variable the caller did not pass in
+    # changes nothing below it (the SDK would read it itself if left to choose).
+    monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", "always_on")
+    chosen = _filter_of(Telemetry.configure(environ={}, metrics_listen="127.0.0.1:0"))
+    assert isinstance(chosen, AlwaysOffExemplarFilter)
+
+
+def test_a_passed_reader_keeps_an_operators_filter() -> None:
+    chosen = _filter_of(Telemetry.configure(environ={}, metric_readers=[InMemoryMetricReader()],
+                                            exemplar_filter="always_off"))
+    assert isinstance(chosen, AlwaysOffExemplarFilter)
+
+
+def test_an_unknown_exemplar_filter_is_refused_with_the_settings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", "sometimes")
+    with pytest.raises(ValidationError, match="OTEL_METRICS_EXEMPLAR_FILTER"):
+        Settings()
