@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any, TypedDict, cast
 
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -145,14 +146,16 @@ def build_graph(
     # ``remember`` alone is reached by no edge: ReleaseHandoff writes its
     # change as this node (``aupdate_state(as_node="remember")``).
     graph.add_node("remember", _traced(*remember))
-    graph.add_conditional_edges(START, _entry, {"settle": "settle", "analyse": "analyse"})
-    graph.add_conditional_edges("analyse", _after_phase, {"hold": "hold", "recall": "recall"})
+    graph.add_conditional_edges(START, _untraced(_entry),
+                                {"settle": "settle", "analyse": "analyse"})
+    graph.add_conditional_edges("analyse", _untraced(_after_phase),
+                                {"hold": "hold", "recall": "recall"})
     ends = ("recall", "hold", "settle", "remember")
     if compaction.enabled:
         graph.add_node(COMPACT, _traced(COMPACT, steps[COMPACT]))
         # At the turn boundary: fold the oldest turns when the history passed the budget.
         for name in ends:
-            graph.add_conditional_edges(name, _compaction_route(compaction),
+            graph.add_conditional_edges(name, _untraced(_compaction_route(compaction)),
                                         {COMPACT: COMPACT, END: END})
         graph.add_edge(COMPACT, END)
     else:
@@ -162,6 +165,21 @@ def build_graph(
         for name in ends:
             graph.add_edge(name, END)
     return graph.compile(checkpointer=checkpointer)
+
+
+def _untraced(route: Callable[..., Any]) -> Any:
+    """``route`` as LangGraph's own runnable without langchain callbacks (``trace=False``).
+
+    ``add_conditional_edges`` wraps a plain function with ``trace=True``: every
+    route then configures a callback manager, starts a chain run (a uuid4),
+    runs the route in a task of its own (to set the config's context) and ends
+    the run in a shielded task — two asyncio tasks a route, four a turn, for
+    no handler at all: the service passes none, and its spans are its own
+    (``graph.node <step>``). A runnable passed in is used as it is. The
+    function is still the runnable's ``afunc``, so LangGraph reads its input
+    schema (the narrow views below) from its annotation as before.
+    """
+    return RunnableCallable(None, route, name=route.__name__, trace=False)
 
 
 # The routes below are coroutines and read narrow views of the state, both for
