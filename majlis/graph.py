@@ -1,9 +1,9 @@
 """The conversation graph: analyse → phase → recall → respond → remember (→ compact).
 
-Five steps, two LangGraph nodes on a message's path: analyse+phase, then
-recall+respond+remember (hold+remember while handed off, settle+remember for
-an approval) each run as one node (:func:`_chained`), every step still in its
-own ``graph.node <step>`` span.
+Five steps, one LangGraph node on a message's path: analyse → phase, then
+recall → respond → remember (hold → remember while handed off) run as one node
+(:func:`_message`), settle → remember for an approval as another
+(:func:`_chained`), every step still in its own ``graph.node <step>`` span.
 
 While the thread is handed off to a person, phase → hold → remember instead
 (an acknowledgement; no knowledge base, no model). An approval enters at
@@ -111,6 +111,31 @@ def _chained(*steps: tuple[str, Callable[..., Any]]) -> Callable[..., Any]:
     return run
 
 
+def _message(analyse: Callable[..., Any], hold: Callable[..., Any],
+             recall: Callable[..., Any]) -> Callable[..., Any]:
+    """A message's whole turn as ONE LangGraph node: ``analyse`` (analyse → phase),
+    then ``hold`` (hold → remember) while the thread is handed off, else
+    ``recall`` (recall → respond → remember) — each a :func:`_chained` run.
+
+    The choice is the one ``_after_phase`` made as a route between two nodes,
+    on the same view (phase's writes applied). What a second node cost —
+    LangGraph's task preparation, its callback run (two asyncio tasks: the
+    step's context and the shielded end), its writers and the superstep's
+    apply, checkpoint bookkeeping and stream waiter, and the route's own run —
+    is about a tenth of a turn's Python calls (bench/cpu_turn.py). The turn's
+    saved state is the same: durability="exit" checkpoints only its end.
+    """
+
+    async def run(state: ThreadState) -> dict[str, Any]:
+        update: dict[str, Any] = await analyse(state)
+        view: dict[str, Any] = {**state, **update}
+        rest = hold if handed_off(cast(ThreadState, view)) else recall
+        update.update(await rest(view))
+        return update
+
+    return run
+
+
 def nodes(deps: GraphDeps) -> dict[str, Callable[..., Any]]:
     """Every step of the graph by name — the one place they are made (a wrapper, e.g.
     a tracing span per step, goes around this mapping; :func:`build_graph` runs
@@ -134,23 +159,22 @@ def build_graph(
     compaction = Compaction(deps.tenants)
     steps = nodes(deps)
     remember = ("remember", steps["remember"])
-    # Steps that always follow each other run as one LangGraph node (named
-    # after its first step; :func:`_chained`), each in its own span as before
-    # (``graph.node phase`` …): analyse → phase, then recall → respond →
-    # remember, hold → remember or settle → remember to the turn's end.
-    graph.add_node("analyse", _chained(("analyse", steps["analyse"]), ("phase", steps["phase"])))
-    graph.add_node("recall", _chained(("recall", steps["recall"]),
-                                      ("respond", steps["respond"]), remember))
-    graph.add_node("hold", _chained(("hold", steps["hold"]), remember))
+    # Steps that follow each other run as one LangGraph node (named after its
+    # first step; :func:`_chained`, :func:`_message`), each in its own span as
+    # before (``graph.node phase`` …): a message's analyse → phase → recall →
+    # respond → remember (hold → remember while handed off) as one, an
+    # approval's settle → remember as another.
+    graph.add_node("analyse", _message(
+        _chained(("analyse", steps["analyse"]), ("phase", steps["phase"])),
+        hold=_chained(("hold", steps["hold"]), remember),
+        recall=_chained(("recall", steps["recall"]), ("respond", steps["respond"]), remember)))
     graph.add_node("settle", _chained(("settle", steps["settle"]), remember))
     # ``remember`` alone is reached by no edge: ReleaseHandoff writes its
     # change as this node (``aupdate_state(as_node="remember")``).
     graph.add_node("remember", _traced(*remember))
     graph.add_conditional_edges(START, _untraced(_entry),
                                 {"settle": "settle", "analyse": "analyse"})
-    graph.add_conditional_edges("analyse", _untraced(_after_phase),
-                                {"hold": "hold", "recall": "recall"})
-    ends = ("recall", "hold", "settle", "remember")
+    ends = ("analyse", "settle", "remember")
     if compaction.enabled:
         graph.add_node(COMPACT, _traced(COMPACT, steps[COMPACT]))
         # At the turn boundary: fold the oldest turns when the history passed the budget.
@@ -192,11 +216,6 @@ class _EntryView(TypedDict):
     input: TurnInput
 
 
-class _PhaseView(TypedDict, total=False):
-    input: TurnInput
-    handoff: dict[str, Any]
-
-
 class _CompactionView(TypedDict, total=False):
     # Declared exactly as in ThreadState (same reducer): one channel, not two.
     messages: Annotated[list[dict[str, Any]], operator.add]
@@ -206,10 +225,6 @@ class _CompactionView(TypedDict, total=False):
 async def _entry(state: _EntryView) -> str:
     """An approval settles its held call; a message is read from the start."""
     return "settle" if state["input"].approval is not None else "analyse"
-
-
-async def _after_phase(state: _PhaseView) -> str:
-    return "hold" if handed_off(cast(ThreadState, state)) else "recall"
 
 
 def _compaction_route(compaction: Compaction) -> Callable[[_CompactionView], Any]:

@@ -1,4 +1,5 @@
-"""The graph's routes run without langchain callbacks (issue #11: tasks per turn).
+"""The graph's shape: routes without langchain callbacks, a message's turn as one node
+(issue #11: tasks and Python calls per turn).
 
 LangGraph wraps a plain route function with ``trace=True``: each route then
 starts and ends a chain run for no handler, in two asyncio tasks of its own.
@@ -14,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from majlis.compaction import CompactionPolicy
 from majlis.culture import SeasonCalendar, ToneProfile
-from majlis.graph import GraphDeps, _CompactionView, _EntryView, _PhaseView, build_graph
+from majlis.graph import GraphDeps, _CompactionView, _EntryView, build_graph
 from majlis.models.offline import OfflineResponder
 from majlis.tenants import Tenant, Tenants
 
@@ -34,13 +35,22 @@ def test_every_route_is_untraced_with_its_view(compaction_tokens: int) -> None:
     graph = build_graph(_deps(compaction_tokens), InMemorySaver())
     routes = {(source, name): spec for source, specs in graph.builder.branches.items()
               for name, spec in specs.items()}
-    expected = {("__start__", "_entry"), ("analyse", "_after_phase")}
+    # A message's turn is one node (analyse … remember): no route after phase.
+    expected = {("__start__", "_entry")}
     if compaction_tokens:
-        expected |= {(end, "route") for end in ("recall", "hold", "settle", "remember")}
+        expected |= {(end, "route") for end in ("analyse", "settle", "remember")}
     assert set(routes) == expected
     for spec in routes.values():
         assert getattr(spec.path, "trace", True) is False
     views = {name: spec.input_schema for (_source, name), spec in routes.items()}
-    assert views["_entry"] is _EntryView and views["_after_phase"] is _PhaseView
+    assert views["_entry"] is _EntryView
     if compaction_tokens:
         assert views["route"] is _CompactionView
+
+
+def test_a_message_runs_as_one_node_and_an_approval_as_another() -> None:
+    graph = build_graph(_deps(0), InMemorySaver())
+    # "remember" alone is reached by no edge (ReleaseHandoff writes as it).
+    assert set(graph.builder.nodes) == {"analyse", "settle", "remember"}
+    assert {(a, b) for a, b in graph.builder.edges} == {
+        ("analyse", "__end__"), ("settle", "__end__"), ("remember", "__end__")}
