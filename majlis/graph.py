@@ -27,7 +27,6 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from opentelemetry import trace
 
 import nlp
 from majlis.compaction import COMPACT, Compaction
@@ -36,9 +35,10 @@ from majlis.nodes.respond import RegistryFactory
 from majlis.records import TurnInput
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
+from majlis.tracing import DeferredTracer
 from memory import FactExtractor, MemoryStore
 
-_tracer = trace.get_tracer("diwaniya.majlis.graph")
+_tracer = DeferredTracer("diwaniya.majlis.graph")
 
 
 @dataclass(frozen=True)
