@@ -1,9 +1,9 @@
 """The conversation graph: analyse → phase → recall → respond → remember (→ compact).
 
-Five steps, one LangGraph node on a message's path: analyse → phase, then
-recall → respond → remember (hold → remember while handed off) run as one node
-(:func:`_message`), settle → remember for an approval as another
-(:func:`_chained`), every step still in its own ``graph.node <step>`` span.
+Five steps, one LangGraph node a turn (``turn``, :func:`_turn`): a message's
+analyse → phase, then recall → respond → remember (hold → remember while
+handed off), or an approval's settle → remember, each step still in its own
+``graph.node <step>`` span.
 
 While the thread is handed off to a person, phase → hold → remember instead
 (an acknowledgement; no knowledge base, no model). An approval enters at
@@ -111,22 +111,26 @@ def _chained(*steps: tuple[str, Callable[..., Any]]) -> Callable[..., Any]:
     return run
 
 
-def _message(analyse: Callable[..., Any], hold: Callable[..., Any],
-             recall: Callable[..., Any]) -> Callable[..., Any]:
-    """A message's whole turn as ONE LangGraph node: ``analyse`` (analyse → phase),
-    then ``hold`` (hold → remember) while the thread is handed off, else
-    ``recall`` (recall → respond → remember) — each a :func:`_chained` run.
+def _turn(settle: Callable[..., Any], analyse: Callable[..., Any], hold: Callable[..., Any],
+          recall: Callable[..., Any]) -> Callable[..., Any]:
+    """A whole turn as ONE LangGraph node: an approval's ``settle`` (settle →
+    remember); a message's ``analyse`` (analyse → phase), then ``hold`` (hold →
+    remember) while the thread is handed off, else ``recall`` (recall → respond
+    → remember) — each a :func:`_chained` run.
 
-    The choice is the one ``_after_phase`` made as a route between two nodes,
-    on the same view (phase's writes applied). What a second node cost —
-    LangGraph's task preparation, its callback run (two asyncio tasks: the
-    step's context and the shielded end), its writers and the superstep's
-    apply, checkpoint bookkeeping and stream waiter, and the route's own run —
-    is about a tenth of a turn's Python calls (bench/cpu_turn.py). The turn's
-    saved state is the same: durability="exit" checkpoints only its end.
+    The choices are the ones two routes made between nodes (at START on the
+    input, after phase on the same view, phase's writes applied). What a
+    second node cost — LangGraph's task preparation, its callback run (two
+    asyncio tasks: the step's context and the shielded end), its writers and
+    the superstep's apply, checkpoint bookkeeping and stream waiter, and a
+    route's run with its channel reads — is about a tenth of a turn's Python
+    calls (bench/cpu_turn.py). The turn's saved state is the same:
+    durability="exit" checkpoints only its end.
     """
 
     async def run(state: ThreadState) -> dict[str, Any]:
+        if state["input"].approval is not None:
+            return cast(dict[str, Any], await settle(state))
         update: dict[str, Any] = await analyse(state)
         view: dict[str, Any] = {**state, **update}
         rest = hold if handed_off(cast(ThreadState, view)) else recall
@@ -159,22 +163,20 @@ def build_graph(
     compaction = Compaction(deps.tenants)
     steps = nodes(deps)
     remember = ("remember", steps["remember"])
-    # Steps that follow each other run as one LangGraph node (named after its
-    # first step; :func:`_chained`, :func:`_message`), each in its own span as
-    # before (``graph.node phase`` …): a message's analyse → phase → recall →
-    # respond → remember (hold → remember while handed off) as one, an
-    # approval's settle → remember as another.
-    graph.add_node("analyse", _message(
+    # A turn's steps run as one LangGraph node (:func:`_turn`, :func:`_chained`),
+    # each in its own span as before (``graph.node phase`` …): a message's
+    # analyse → phase → recall → respond → remember (hold → remember while
+    # handed off), an approval's settle → remember.
+    graph.add_node("turn", _turn(
+        _chained(("settle", steps["settle"]), remember),
         _chained(("analyse", steps["analyse"]), ("phase", steps["phase"])),
         hold=_chained(("hold", steps["hold"]), remember),
         recall=_chained(("recall", steps["recall"]), ("respond", steps["respond"]), remember)))
-    graph.add_node("settle", _chained(("settle", steps["settle"]), remember))
     # ``remember`` alone is reached by no edge: ReleaseHandoff writes its
     # change as this node (``aupdate_state(as_node="remember")``).
     graph.add_node("remember", _traced(*remember))
-    graph.add_conditional_edges(START, _untraced(_entry),
-                                {"settle": "settle", "analyse": "analyse"})
-    ends = ("analyse", "settle", "remember")
+    graph.add_edge(START, "turn")
+    ends = ("turn", "remember")
     if compaction.enabled:
         graph.add_node(COMPACT, _traced(COMPACT, steps[COMPACT]))
         # At the turn boundary: fold the oldest turns when the history passed the budget.
@@ -197,34 +199,26 @@ def _untraced(route: Callable[..., Any]) -> Any:
     ``add_conditional_edges`` wraps a plain function with ``trace=True``: every
     route then configures a callback manager, starts a chain run (a uuid4),
     runs the route in a task of its own (to set the config's context) and ends
-    the run in a shielded task — two asyncio tasks a route, four a turn, for
-    no handler at all: the service passes none, and its spans are its own
-    (``graph.node <step>``). A runnable passed in is used as it is. The
-    function is still the runnable's ``afunc``, so LangGraph reads its input
-    schema (the narrow views below) from its annotation as before.
+    the run in a shielded task — two asyncio tasks a route, for no handler at
+    all: the service passes none, and its spans are its own (``graph.node
+    <step>``). The one route left is compaction's, where a tenant compacts
+    (a turn's other choices are made inside :func:`_turn`).
+    The function is still the runnable's ``afunc``, so LangGraph reads its
+    input schema (the narrow view below) from its annotation as before.
     """
     return RunnableCallable(None, route, name=route.__name__, trace=False)
 
 
-# The routes below are coroutines and read narrow views of the state, both for
+# The route below is a coroutine and reads a narrow view of the state, both for
 # the turn's CPU: LangGraph runs a sync route in its thread pool (a submit, a
-# thread wake-up and a context copy per route, three routes a turn), and a
-# route's reader copies every channel its first parameter's annotation names
-# (with the node's writes applied) — the whole ThreadState, history included,
-# for a route annotated ``ThreadState``. Each view lists only what its route reads.
-class _EntryView(TypedDict):
-    input: TurnInput
-
-
+# thread wake-up and a context copy), and a route's reader copies every channel
+# its first parameter's annotation names (with the node's writes applied) —
+# the whole ThreadState, history included, for a route annotated
+# ``ThreadState``. The view lists only what the route reads.
 class _CompactionView(TypedDict, total=False):
     # Declared exactly as in ThreadState (same reducer): one channel, not two.
     messages: Annotated[list[dict[str, Any]], operator.add]
     input: TurnInput
-
-
-async def _entry(state: _EntryView) -> str:
-    """An approval settles its held call; a message is read from the start."""
-    return "settle" if state["input"].approval is not None else "analyse"
 
 
 def _compaction_route(compaction: Compaction) -> Callable[[_CompactionView], Any]:

@@ -1,9 +1,11 @@
-"""The graph's shape: routes without langchain callbacks, a message's turn as one node
+"""The graph's shape: a turn is one LangGraph node, the one route left is untraced
 (issue #11: tasks and Python calls per turn).
 
-LangGraph wraps a plain route function with ``trace=True``: each route then
-starts and ends a chain run for no handler, in two asyncio tasks of its own.
-The routes here are passed untraced; their names and input views are unchanged.
+A message's analyse … remember and an approval's settle → remember run inside
+one node (majlis.graph._turn): no route at START or after phase, no second
+node. LangGraph wraps a plain route function with ``trace=True`` — a chain run
+for no handler, in two asyncio tasks of its own — so compaction's route, where
+a tenant compacts, is passed untraced, with its narrow view unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from majlis.compaction import CompactionPolicy
 from majlis.culture import SeasonCalendar, ToneProfile
-from majlis.graph import GraphDeps, _CompactionView, _EntryView, build_graph
+from majlis.graph import GraphDeps, _CompactionView, build_graph
 from majlis.models.offline import OfflineResponder
 from majlis.tenants import Tenant, Tenants
 
@@ -31,26 +33,20 @@ def _deps(compaction_tokens: int) -> GraphDeps:
 
 
 @pytest.mark.parametrize("compaction_tokens", [0, 2000])
-def test_every_route_is_untraced_with_its_view(compaction_tokens: int) -> None:
+def test_the_only_route_is_compactions_untraced_with_its_view(compaction_tokens: int) -> None:
     graph = build_graph(_deps(compaction_tokens), InMemorySaver())
     routes = {(source, name): spec for source, specs in graph.builder.branches.items()
               for name, spec in specs.items()}
-    # A message's turn is one node (analyse … remember): no route after phase.
-    expected = {("__start__", "_entry")}
-    if compaction_tokens:
-        expected |= {(end, "route") for end in ("analyse", "settle", "remember")}
+    expected = {(end, "route") for end in ("turn", "remember")} if compaction_tokens else set()
     assert set(routes) == expected
     for spec in routes.values():
         assert getattr(spec.path, "trace", True) is False
-    views = {name: spec.input_schema for (_source, name), spec in routes.items()}
-    assert views["_entry"] is _EntryView
-    if compaction_tokens:
-        assert views["route"] is _CompactionView
+        assert spec.input_schema is _CompactionView
 
 
-def test_a_message_runs_as_one_node_and_an_approval_as_another() -> None:
+def test_a_turn_runs_as_one_node() -> None:
     graph = build_graph(_deps(0), InMemorySaver())
     # "remember" alone is reached by no edge (ReleaseHandoff writes as it).
-    assert set(graph.builder.nodes) == {"analyse", "settle", "remember"}
+    assert set(graph.builder.nodes) == {"turn", "remember"}
     assert {(a, b) for a, b in graph.builder.edges} == {
-        ("analyse", "__end__"), ("settle", "__end__"), ("remember", "__end__")}
+        ("__start__", "turn"), ("turn", "__end__"), ("remember", "__end__")}
