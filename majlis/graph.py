@@ -1,9 +1,9 @@
 """The conversation graph: analyse → phase → recall → respond → remember (→ compact).
 
-Five steps, two LangGraph nodes on a message's path: analyse+phase, then
-recall+respond+remember (hold+remember while handed off, settle+remember for
-an approval) each run as one node (:func:`_chained`), every step still in its
-own ``graph.node <step>`` span.
+Five steps, one LangGraph node a turn (``turn``, :func:`_turn`): a message's
+analyse → phase, then recall → respond → remember (hold → remember while
+handed off), or an approval's settle → remember, each step still in its own
+``graph.node <step>`` span.
 
 While the thread is handed off to a person, phase → hold → remember instead
 (an acknowledgement; no knowledge base, no model). An approval enters at
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any, TypedDict, cast
 
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from opentelemetry import trace
 
 import nlp
 from majlis.compaction import COMPACT, Compaction
@@ -35,9 +35,10 @@ from majlis.nodes.respond import RegistryFactory
 from majlis.records import TurnInput
 from majlis.state import ThreadState
 from majlis.tenants import Tenants
+from majlis.tracing import DeferredTracer
 from memory import FactExtractor, MemoryStore
 
-_tracer = trace.get_tracer("diwaniya.majlis.graph")
+_tracer = DeferredTracer("diwaniya.majlis.graph")
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,35 @@ def _chained(*steps: tuple[str, Callable[..., Any]]) -> Callable[..., Any]:
     return run
 
 
+def _turn(settle: Callable[..., Any], analyse: Callable[..., Any], hold: Callable[..., Any],
+          recall: Callable[..., Any]) -> Callable[..., Any]:
+    """A whole turn as ONE LangGraph node: an approval's ``settle`` (settle →
+    remember); a message's ``analyse`` (analyse → phase), then ``hold`` (hold →
+    remember) while the thread is handed off, else ``recall`` (recall → respond
+    → remember) — each a :func:`_chained` run.
+
+    The choices are the ones two routes made between nodes (at START on the
+    input, after phase on the same view, phase's writes applied). What a
+    second node cost — LangGraph's task preparation, its callback run (two
+    asyncio tasks: the step's context and the shielded end), its writers and
+    the superstep's apply, checkpoint bookkeeping and stream waiter, and a
+    route's run with its channel reads — is about a tenth of a turn's Python
+    calls (bench/cpu_turn.py). The turn's saved state is the same:
+    durability="exit" checkpoints only its end.
+    """
+
+    async def run(state: ThreadState) -> dict[str, Any]:
+        if state["input"].approval is not None:
+            return cast(dict[str, Any], await settle(state))
+        update: dict[str, Any] = await analyse(state)
+        view: dict[str, Any] = {**state, **update}
+        rest = hold if handed_off(cast(ThreadState, view)) else recall
+        update.update(await rest(view))
+        return update
+
+    return run
+
+
 def nodes(deps: GraphDeps) -> dict[str, Callable[..., Any]]:
     """Every step of the graph by name — the one place they are made (a wrapper, e.g.
     a tracing span per step, goes around this mapping; :func:`build_graph` runs
@@ -133,26 +163,25 @@ def build_graph(
     compaction = Compaction(deps.tenants)
     steps = nodes(deps)
     remember = ("remember", steps["remember"])
-    # Steps that always follow each other run as one LangGraph node (named
-    # after its first step; :func:`_chained`), each in its own span as before
-    # (``graph.node phase`` …): analyse → phase, then recall → respond →
-    # remember, hold → remember or settle → remember to the turn's end.
-    graph.add_node("analyse", _chained(("analyse", steps["analyse"]), ("phase", steps["phase"])))
-    graph.add_node("recall", _chained(("recall", steps["recall"]),
-                                      ("respond", steps["respond"]), remember))
-    graph.add_node("hold", _chained(("hold", steps["hold"]), remember))
-    graph.add_node("settle", _chained(("settle", steps["settle"]), remember))
+    # A turn's steps run as one LangGraph node (:func:`_turn`, :func:`_chained`),
+    # each in its own span as before (``graph.node phase`` …): a message's
+    # analyse → phase → recall → respond → remember (hold → remember while
+    # handed off), an approval's settle → remember.
+    graph.add_node("turn", _turn(
+        _chained(("settle", steps["settle"]), remember),
+        _chained(("analyse", steps["analyse"]), ("phase", steps["phase"])),
+        hold=_chained(("hold", steps["hold"]), remember),
+        recall=_chained(("recall", steps["recall"]), ("respond", steps["respond"]), remember)))
     # ``remember`` alone is reached by no edge: ReleaseHandoff writes its
     # change as this node (``aupdate_state(as_node="remember")``).
     graph.add_node("remember", _traced(*remember))
-    graph.add_conditional_edges(START, _entry, {"settle": "settle", "analyse": "analyse"})
-    graph.add_conditional_edges("analyse", _after_phase, {"hold": "hold", "recall": "recall"})
-    ends = ("recall", "hold", "settle", "remember")
+    graph.add_edge(START, "turn")
+    ends = ("turn", "remember")
     if compaction.enabled:
         graph.add_node(COMPACT, _traced(COMPACT, steps[COMPACT]))
         # At the turn boundary: fold the oldest turns when the history passed the budget.
         for name in ends:
-            graph.add_conditional_edges(name, _compaction_route(compaction),
+            graph.add_conditional_edges(name, _untraced(_compaction_route(compaction)),
                                         {COMPACT: COMPACT, END: END})
         graph.add_edge(COMPACT, END)
     else:
@@ -164,34 +193,32 @@ def build_graph(
     return graph.compile(checkpointer=checkpointer)
 
 
-# The routes below are coroutines and read narrow views of the state, both for
+def _untraced(route: Callable[..., Any]) -> Any:
+    """``route`` as LangGraph's own runnable without langchain callbacks (``trace=False``).
+
+    ``add_conditional_edges`` wraps a plain function with ``trace=True``: every
+    route then configures a callback manager, starts a chain run (a uuid4),
+    runs the route in a task of its own (to set the config's context) and ends
+    the run in a shielded task — two asyncio tasks a route, for no handler at
+    all: the service passes none, and its spans are its own (``graph.node
+    <step>``). The one route left is compaction's, where a tenant compacts
+    (a turn's other choices are made inside :func:`_turn`).
+    The function is still the runnable's ``afunc``, so LangGraph reads its
+    input schema (the narrow view below) from its annotation as before.
+    """
+    return RunnableCallable(None, route, name=route.__name__, trace=False)
+
+
+# The route below is a coroutine and reads a narrow view of the state, both for
 # the turn's CPU: LangGraph runs a sync route in its thread pool (a submit, a
-# thread wake-up and a context copy per route, three routes a turn), and a
-# route's reader copies every channel its first parameter's annotation names
-# (with the node's writes applied) — the whole ThreadState, history included,
-# for a route annotated ``ThreadState``. Each view lists only what its route reads.
-class _EntryView(TypedDict):
-    input: TurnInput
-
-
-class _PhaseView(TypedDict, total=False):
-    input: TurnInput
-    handoff: dict[str, Any]
-
-
+# thread wake-up and a context copy), and a route's reader copies every channel
+# its first parameter's annotation names (with the node's writes applied) —
+# the whole ThreadState, history included, for a route annotated
+# ``ThreadState``. The view lists only what the route reads.
 class _CompactionView(TypedDict, total=False):
     # Declared exactly as in ThreadState (same reducer): one channel, not two.
     messages: Annotated[list[dict[str, Any]], operator.add]
     input: TurnInput
-
-
-async def _entry(state: _EntryView) -> str:
-    """An approval settles its held call; a message is read from the start."""
-    return "settle" if state["input"].approval is not None else "analyse"
-
-
-async def _after_phase(state: _PhaseView) -> str:
-    return "hold" if handed_off(cast(ThreadState, state)) else "recall"
 
 
 def _compaction_route(compaction: Compaction) -> Callable[[_CompactionView], Any]:

@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from majlis.events import Queued
 from majlis.threads import OnWait
@@ -38,31 +38,41 @@ class EnteringLock(Generic[T]):
 
     def __init__(self, make: Callable[[OnWait], AbstractAsyncContextManager[T]]) -> None:
         self._signals: list[Queued] = []
-        self._signalled = asyncio.Event()
+        # What wait() sleeps on: resolved by a wait signal or by entering, whichever first.
+        self._wake: asyncio.Future[None] | None = None
         self._cm = make(self._on_wait)
         self._entered = False
         self._value: T | None = None
 
     def _on_wait(self, reason: str, position: int) -> None:
         self._signals.append(Queued(reason=reason, position=max(0, position)))
-        self._signalled.set()
+        self._rouse()
+
+    def _rouse(self, _entering: object = None) -> None:
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
 
     async def wait(self) -> AsyncIterator[Queued]:
         """Enter the lock; yields ``Queued`` events while it waits. Raises what entering raises."""
         enter: asyncio.Future[T] = asyncio.ensure_future(self._cm.__aenter__())
+        # One future at a time, resolved by entering or by a signal: not a second
+        # task a turn waiting on an Event, nor asyncio.wait's futures and
+        # callbacks (issue #11) — most turns never wait at all.
+        enter.add_done_callback(self._rouse)
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                signal = asyncio.ensure_future(self._signalled.wait())
-                try:
-                    pending: set[asyncio.Future[Any]] = {enter, signal}
-                    await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    signal.cancel()
+                if not enter.done() and not self._signals:
+                    self._wake = loop.create_future()
+                    try:
+                        await self._wake
+                    finally:
+                        self._wake = None
                 while self._signals:
                     queued = self._signals.pop(0)
                     if not enter.done():
                         yield queued
-                self._signalled.clear()
                 if enter.done():
                     self._value = enter.result()
                     self._entered = True

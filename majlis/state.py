@@ -12,8 +12,8 @@ Invariants:
   the thread.
 * The turn records (``input`` … ``outcome``, see majlis.records) are scratch
   space for the running turn: :func:`turn_start` sets ``input`` and clears the
-  others, and each step (analyse … remember; majlis.graph runs several
-  as one LangGraph node) writes exactly one of them. So a checkpoint's
+  others, and each step (analyse … remember; majlis.graph runs a turn's
+  steps as one LangGraph node) writes exactly one of them. So a checkpoint's
   records are never read again: the PostgreSQL saver leaves them out when it
   loads one (majlis.persistence_pg.TurnSaver).
 * Replay records of request ids are not here: they live in the request table,

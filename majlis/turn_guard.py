@@ -54,10 +54,13 @@ class GuardedEngine(ConversationEngine):
             async for envelope in self._blocked(request):
                 yield envelope
             return
-        turn = super().run_turn(request, **kwargs)
         # aclosing: an abandoned turn is closed here, in this context, not by the GC.
-        async with contextlib.aclosing(self._metered(request.tenant, turn)) as metered:
-            async for envelope in metered:
+        async with contextlib.aclosing(super().run_turn(request, **kwargs)) as events:
+            async for envelope in events:
+                # Metered here, not by a generator of its own around the turn:
+                # one layer less for every event to pass through (issue #11).
+                if self._budgets is not None and isinstance(envelope.event, Usage):
+                    await self._record(request.tenant, envelope.thread_id, envelope.event)
                 if flags and isinstance(envelope.event, TurnCompleted):
                     envelope = dataclasses.replace(
                         envelope, event=dataclasses.replace(envelope.event, safety_flags=flags))
@@ -80,9 +83,10 @@ class GuardedEngine(ConversationEngine):
     async def run_approval(self, request: ApprovalRequest, **kwargs: Any
                            ) -> AsyncGenerator[Envelope, None]:
         await self._admit(request.tenant, request.thread_id, request.user_id, request.request_id)
-        async with contextlib.aclosing(self._metered(
-                request.tenant, super().run_approval(request, **kwargs))) as metered:
-            async for envelope in metered:
+        async with contextlib.aclosing(super().run_approval(request, **kwargs)) as events:
+            async for envelope in events:
+                if self._budgets is not None and isinstance(envelope.event, Usage):
+                    await self._record(request.tenant, envelope.thread_id, envelope.event)
                 yield envelope
 
     async def _admit(self, tenant: str, thread_id: str, user_id: str, request_id: str) -> None:
@@ -100,18 +104,13 @@ class GuardedEngine(ConversationEngine):
             RequestKey(tenant, user_id, request_id), window_s=self._config.replay_window_s)
         return record is not None and record.done
 
-    async def _metered(self, tenant: str, events: AsyncGenerator[Envelope, None]
-                       ) -> AsyncGenerator[Envelope, None]:
-        async with contextlib.aclosing(events) as stream:
-            async for envelope in stream:
-                if isinstance(envelope.event, Usage) and self._budgets is not None:
-                    # Spent is spent: counted at once, even if the turn fails later.
-                    try:
-                        with self._db.errors():
-                            await self._budgets.record(tenant, envelope.thread_id,
-                                                       envelope.event)
-                    except Exception:
-                        # The turn itself is fine; the budget undercounts by this call.
-                        log.warning("could not record usage for tenant %r", tenant,
-                                    exc_info=True)
-                yield envelope
+    async def _record(self, tenant: str, thread_id: str, usage: Usage) -> None:
+        """A model call's usage, counted at once: spent is spent, even if the turn fails later."""
+        if self._budgets is None:
+            return
+        try:
+            with self._db.errors():
+                await self._budgets.record(tenant, thread_id, usage)
+        except Exception:
+            # The turn itself is fine; the budget undercounts by this call.
+            log.warning("could not record usage for tenant %r", tenant, exc_info=True)

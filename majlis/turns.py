@@ -26,7 +26,6 @@ from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
-from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
 from diwaniya.errors import (
@@ -45,9 +44,10 @@ from majlis.queueing import EnteringLock
 from majlis.records import CompletedTurn, TurnInput
 from majlis.state import ThreadState, held_calls, turn_start
 from majlis.threads import Lease, RequestKey, RequestRecord, ThreadRow, TurnCommit
+from majlis.tracing import DeferredTracer
 from majlis.turn_log import TurnWriter
 
-_tracer = trace.get_tracer("diwaniya.majlis")
+_tracer = DeferredTracer("diwaniya.majlis")
 
 # After a commit whose outcome was lost, how often (and how patiently) to ask
 # the database whether the turn was saved before answering UNAVAILABLE.

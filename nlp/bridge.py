@@ -18,7 +18,8 @@ index never changes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -47,6 +48,10 @@ _ENCLITICS = ("كم", "كو", "نا", "ها", "هم", "ات", "ني", "ك", "ي"
 _MIN_STEM_FOR_ENCLITIC = 3
 # Longest dialect phrase in the lexicon, in words.
 _MAX_PHRASE = 3
+# Distinct words whose forms, stems and lookup orders are kept (each a few
+# hundred bytes): a message's words are looked up several times a turn (its
+# phrases, its verbs, the dialect evidence) and most recur across turns.
+_WORD_CACHE = 1 << 15
 # Dialect verb prefixes on the imperfect: Egyptian/Levantine بـ (بيوصل، بتقبلوا),
 # Egyptian future هـ (هترجع), Moroccan كـ (كتقبلو، كيخدم).  Without them the verb is
 # the MSA imperfect (يوصل، تقبلوا، ترجع).  Only before ي/ت/ن and at least four
@@ -77,7 +82,8 @@ def _weak_final(stem: str) -> str:
     return stem[:-1] + "ي" if stem and stem[-1] in "اي" else stem
 
 
-def verb_stems(word: str) -> set[str]:
+@lru_cache(maxsize=_WORD_CACHE)
+def verb_stems(word: str) -> frozenset[str]:
     """Candidate stems of a folded dialect verb form, to meet ``~stem`` entries.
 
     >>> sorted(s for s in verb_stems("كتصيفطو") if s == "صيفط")
@@ -115,7 +121,7 @@ def verb_stems(word: str) -> set[str]:
                     # where «وجدت», «مدى» would turn into جدد, مدد.
                     out.add(stem + stem[-1])
                     out.add(stem + "ي")
-    return {stem for stem in out if len(stem) >= _MIN_VERB_STEM}
+    return frozenset(stem for stem in out if len(stem) >= _MIN_VERB_STEM)
 
 
 _MSA_PREFIXES = ("", "ي", "ت", "ن", "ا", "سي", "ست", "سن", "م")
@@ -136,7 +142,8 @@ def _msa_form(token: str, stem: str) -> bool:
                for s in stems for p in _MSA_PREFIXES for x in _MSA_SUFFIXES)
 
 
-def _arabic_forms(word: str) -> set[str]:
+@lru_cache(maxsize=_WORD_CACHE)
+def _arabic_forms(word: str) -> frozenset[str]:
     """The folded word, without its proclitic, without a dialect verb prefix:
     «والحين» → {والحين, حين}; «بيصير» → {بيصير, يصير}.
 
@@ -149,7 +156,7 @@ def _arabic_forms(word: str) -> set[str]:
     bare = strip_proclitics(word)
     forms = {word} if len(bare) < _MIN_STRIPPED and "ال" in word[: -len(bare) or None] \
         else {word, bare}
-    return forms | {_VERB_PREFIX.sub("", w) for w in forms}
+    return frozenset(forms | {_VERB_PREFIX.sub("", w) for w in forms})
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,18 +314,21 @@ class Bridge:
         hit = self._arabizi_hit(word)
         yield hit if hit is not None else tuple(self._arabizi_readings(word)[:_ARABIZI_READINGS])
 
-    def _scan(self, words: list[set[str]], *, enclitics: bool) -> Iterator[tuple[str, ...]]:
+    def _scan(self, words: Sequence[AbstractSet[str]], *,
+              enclitics: bool) -> Iterator[tuple[str, ...]]:
         for start in range(len(words)):
             for size in range(min(_MAX_PHRASE, len(words) - start), 0, -1):
                 hit = self._lookup(words[start : start + size], enclitics=enclitics)
                 if hit is not None:
                     yield hit
 
-    def _lookup(self, forms: list[set[str]], *, enclitics: bool) -> tuple[str, ...] | None:
+    def _lookup(self, forms: Sequence[AbstractSet[str]], *,
+                enclitics: bool) -> tuple[str, ...] | None:
         key = self._lookup_key(forms, enclitics=enclitics)
         return None if key is None else self.entries[key]
 
-    def _lookup_key(self, forms: list[set[str]], *, enclitics: bool) -> tuple[str, ...] | None:
+    def _lookup_key(self, forms: Sequence[AbstractSet[str]], *,
+                    enclitics: bool) -> tuple[str, ...] | None:
         candidates: list[tuple[str, ...]] = [()]
         peeled: list[tuple[str, ...]] = []
         for i, options in enumerate(forms):
@@ -326,12 +336,11 @@ class Bridge:
             # Longest first, the word as written before its stripped forms («لإيمتى»،
             # until when, is an entry before «إيمتى», when); sorted: set order
             # varies between processes, the result must not.
-            own = sorted(options, key=lambda w: (-len(w), w))
+            own = _longest_first(frozenset(options))
             if enclitics and last:
                 # The word as written wins over a peeled form: «فيني» (can I) is
                 # not «فين» (where) + ي.
-                peeled = [(*c, p) for c in candidates
-                          for p in sorted({_peel(w) for w in options} - set(own))]
+                peeled = [(*c, p) for c in candidates for p in _peeled(frozenset(options))]
             candidates = [(*c, w) for c in candidates for w in own]
         for key in (*candidates, *peeled):
             if key in self.entries:
@@ -353,6 +362,17 @@ def _hamza_seat(word: str) -> str | None:
     """
     seated = _ALEF_YEH.sub("ائ", word)
     return seated if seated != word else None
+
+
+@lru_cache(maxsize=_WORD_CACHE)
+def _longest_first(options: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(options, key=lambda w: (-len(w), w)))
+
+
+@lru_cache(maxsize=_WORD_CACHE)
+def _peeled(options: frozenset[str]) -> tuple[str, ...]:
+    """The forms without an enclitic that are not forms as written, sorted."""
+    return tuple(sorted({_peel(w) for w in options} - options))
 
 
 def _peel(word: str) -> str:

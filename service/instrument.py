@@ -20,17 +20,17 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from diwaniya.errors import DeadlineExceeded, ModelError
 from majlis.models import ChatModel, ModelOutput, ModelRequest, Pricing, UsageReport
 from majlis.persistence import Persistence
 from majlis.tenants import Tenant, Tenants
+from majlis.tracing import DeferredTracer
 from memory import MemoryStore
 from service.telemetry import Metrics, Telemetry
 
-_tracer = trace.get_tracer("diwaniya.db")
+_tracer = DeferredTracer("diwaniya.db")
 log = logging.getLogger("diwaniya.telemetry")
 _HTTP_STATUS = re.compile(r"HTTP (\d{3})")
 

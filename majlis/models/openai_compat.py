@@ -50,11 +50,12 @@ from majlis.models.types import (
     ToolSpec,
     UsageReport,
 )
+from majlis.tracing import DeferredTracer
 
 __all__ = ["OpenAICompatibleModel", "to_langchain_messages", "to_openai_tools"]
 
 Sleep = Callable[[float], Awaitable[None]]
-_tracer = trace.get_tracer("diwaniya.majlis.models")
+_tracer = DeferredTracer("diwaniya.majlis.models")
 
 
 class _Retry(Exception):
