@@ -22,7 +22,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -31,7 +31,6 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -54,9 +53,6 @@ class PendingCheckpoint:
     # The thread was created for this turn (a new id nobody else has seen, and
     # its lock is held), so it has no checkpoint yet: reading one is skipped.
     fresh: bool = False
-    # The thread's committed head as the lock's statement read it (Lease.head):
-    # the saver builds the turn's first read from it instead of a query, once.
-    head: Any = None
 
     @property
     def checkpoint_id(self) -> str:
@@ -142,16 +138,6 @@ class DeferredSaver(BaseCheckpointSaver[Any]):
             # A brand-new thread: its first checkpoint can only be the one this
             # turn will commit, so the query would always answer "none".
             return None
-        load = getattr(self.inner, "load_head", None)
-        if (pending is not None and pending.head is not None and load is not None
-                and not get_checkpoint_id(config)
-                and not config["configurable"].get("checkpoint_ns")):
-            # The latest checkpoint, read under the lock by the lock's own
-            # statement (majlis.threads_pg_sql, HEAD_COLUMNS): no query of its own.
-            head, pending.head = pending.head, None
-            found = await load(head)
-            if found is not None:
-                return cast(CheckpointTuple, found)
         return await self.inner.aget_tuple(config)
 
     async def alist(

@@ -113,15 +113,6 @@ class TurnSaver(AsyncPostgresSaver):
         return {k.decode(): self.serde.loads_typed((t.decode(), v))
                 for k, t, v in blob_values if k not in self._scratch and t != b"empty"}
 
-    async def load_head(self, value: dict[str, Any]) -> CheckpointTuple | None:
-        """The tuple ``aget_tuple`` would build from ``value``, a row of its own
-        query read by the lock statement (majlis.threads_pg_sql.HEAD_COLUMNS);
-        None for a checkpoint from before version 4, whose pending sends the
-        saver migrates with a query of its own."""
-        if value["checkpoint"].get("v", 0) < 4 and value["parent_checkpoint_id"]:
-            return None
-        return await self._load_checkpoint_tuple(cast(DictRow, value))
-
     async def _load_checkpoint_tuple(self, value: DictRow) -> CheckpointTuple:
         thread_id, ns = value["thread_id"], value["checkpoint_ns"]
         parent = value["parent_checkpoint_id"]

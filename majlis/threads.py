@@ -79,9 +79,6 @@ class Lease:
     # ``lock(request=…)``: that request was already done when the lock was taken
     # (another replica finished it meanwhile) — replay it, run nothing.
     request_done: bool = False
-    # ``lock(read_head=True)``: the thread's committed head checkpoint as the lock's
-    # own statement read it (PostgreSQL: the saver's row, majlis.fence), None when not.
-    head: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +157,7 @@ class ThreadStore(Protocol):
         self, thread_id: str, *, policy: Policy, wait_s: float, on_wait: OnWait | None = None,
         create: ThreadRow | None = None, owner: tuple[str, str] | None = None,
         request: tuple[RequestKey, float] | None = None,
-        log_row: Sequence[object] | None = None, read_head: bool = False,
+        log_row: Sequence[object] | None = None,
     ) -> AbstractAsyncContextManager[Lease]:
         """Hold the thread's turn lock; ``create``: insert this new thread's row as the
         lock is taken (a new conversation's first turn, without a request_id);
@@ -171,9 +168,7 @@ class ThreadStore(Protocol):
         in the lock's own statement where the store can; ``log_row``: the turn's
         first event-log row (majlis.turn_log), written by the lock's statement only
         if it took the lock (and the request is not done), where the store can —
-        ``Lease.logged_first`` says whether it did; ``read_head``: the lock's own
-        statement also reads the thread's committed head checkpoint, where the store
-        can (``Lease.head``; None: the turn reads it itself)."""
+        ``Lease.logged_first`` says whether it did."""
         ...
     async def commit_turn(
         self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit

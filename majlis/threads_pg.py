@@ -56,7 +56,6 @@ from majlis.threads_pg_sql import (
     COMMIT_HEAD,
     COMMIT_UNLOCK,
     FINISH_REQUEST,
-    HEAD_COLUMNS,
     LIVE,
     LOG,
     LOG_FIRST_PARAMS,
@@ -397,8 +396,7 @@ class PostgresThreadStore:
                    create: ThreadRow | None = None,
                    owner: tuple[str, str] | None = None,
                    request: tuple[RequestKey, float] | None = None,
-                   log_row: Sequence[object] | None = None,
-                   read_head: bool = False) -> AsyncIterator[Lease]:
+                   log_row: Sequence[object] | None = None) -> AsyncIterator[Lease]:
         signal = WaitSignal(on_wait)  # one ``queued`` per reason, however it is found
         async with self._waiters.waiting(thread_id, policy=policy):
             full, queue = self._lock_queue()
@@ -412,23 +410,20 @@ class PostgresThreadStore:
             self._idle.clear()
             try:
                 # (epoch, request already done, no head yet) once the lock is taken.
-                found: list[tuple[int | None, bool, bool, dict[str, Any] | None]] = []
+                found: list[tuple[int | None, bool, bool]] = []
                 # True while a lock attempt's outcome is unknown (it failed or was
                 # cancelled mid-way): the lock may be held, so it must be released.
                 unsure = False
                 hold, token = _Hold(conn), None
 
                 sql, params = self._lock_sql(thread_id, create=create, owner=owner,
-                                             request=request, log_row=log_row,
-                                             read_head=read_head)
-                # Binary results for the head's bytea arrays, as the saver reads them.
-                head = read_head and create is None
+                                             request=request, log_row=log_row)
 
                 async def try_lock() -> bool:
                     nonlocal unsure
                     unsure = True
                     with translate_store_errors():
-                        cur = await conn.execute(sql, params, binary=head)
+                        cur = await conn.execute(sql, params)
                         row = await cur.fetchone()
                     unsure = False
                     if owner is not None and not (row and row[2]):
@@ -436,10 +431,7 @@ class PostgresThreadStore:
                         raise NotFound(f"thread {thread_id} not found for user {owner[1]}")
                     if not (row and row[0]):
                         return False
-                    # The head checkpoint's row when the statement could read it.
-                    read = (dict(zip(HEAD_COLUMNS, row[5:], strict=True))
-                            if head and row[5] is not None else None)
-                    found.append((row[1], bool(row[3]), bool(row[4]), read))
+                    found.append((row[1], bool(row[3]), bool(row[4])))
                     return True
 
                 try:
@@ -449,14 +441,14 @@ class PostgresThreadStore:
                     await acquire_polling(try_lock, thread_id, policy=policy, wait_s=wait_s,
                                           on_wait=signal,
                                           position=lambda: self._waiters.position(thread_id))
-                    epoch, done, headless, head_row = found[-1]
+                    epoch, done, headless = found[-1]
                     # The token: the epoch and this acquisition's owner uuid (None
                     # when the thread has no row: nothing to fence, nothing to commit).
                     token = None if epoch is None else str(params["lease_owner"])
                     if token is not None:
                         self._holds[token] = hold
                     yield Lease(thread_id, token, epoch=epoch, request_done=done,
-                                created=create is not None, headless=headless, head=head_row,
+                                created=create is not None, headless=headless,
                                 logged_first=log_row is not None and not done)
                 finally:
                     if token is not None:
@@ -488,8 +480,7 @@ class PostgresThreadStore:
 
     def _lock_sql(self, thread_id: str, *, create: ThreadRow | None,
                   owner: tuple[str, str] | None, request: tuple[RequestKey, float] | None,
-                  log_row: Sequence[object] | None,
-                  read_head: bool = False) -> tuple[str, dict[str, object]]:
+                  log_row: Sequence[object] | None) -> tuple[str, dict[str, object]]:
         """The lock statement for this turn (majlis.threads_pg_sql.lock_statement) and
         its parameters, with a new owner uuid: one per acquisition, never reissued."""
         params: dict[str, object] = {"cls": _LOCK_CLASS, "thread": thread_id,
@@ -510,7 +501,7 @@ class PostgresThreadStore:
         if log_row is not None:
             params.update(zip(LOG_FIRST_PARAMS, log_row, strict=True))
         sql = lock_statement(create=create is not None, owned=live, request=request is not None,
-                             log_first=log_row is not None, read_head=read_head)
+                             log_first=log_row is not None)
         return sql, params
 
     def _lock_queue(self) -> tuple[bool, int]:

@@ -8,8 +8,6 @@ Placeholders are psycopg's ``%s`` except where a caller formats ``{live}`` or
 
 from __future__ import annotations
 
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
 REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
              " events, result, checkpoint_id")
 REQ_KEY = "tenant = %s AND user_id = %s AND request_id = %s"
@@ -95,7 +93,7 @@ _TRY = ("set_config('synchronous_commit', 'off', true) = 'off'"
 _BUMP = ("b AS (UPDATE diwaniya_threads SET lease_epoch = lease_epoch + 1,"
          " lease_owner = %(lease_owner)s"
          " WHERE thread_id = %(thread)s AND (SELECT got FROM l)"
-         " RETURNING lease_epoch, head_checkpoint_id = '' AS headless, head_checkpoint_id AS head)")
+         " RETURNING lease_epoch, head_checkpoint_id = '' AS headless)")
 # A new thread (its id generated for this turn, no request_id): its row is
 # inserted with the first token only if the lock was taken.
 _CREATE = (f"b AS (INSERT INTO diwaniya_threads ({COLS}, lease_epoch, lease_owner)"
@@ -129,28 +127,14 @@ _LOG_FIRST = ("lf AS (INSERT INTO diwaniya_turn_events"
 LOG_FIRST_PARAMS = ("lf_tenant", "lf_thread", "lf_turn", "lf_seq", "lf_user", "lf_at", "lf_body")
 
 
-# The committed head checkpoint, read by a continuing turn's lock statement
-# (``read_head``) with the columns LangGraph's saver reads (HEAD_COLUMNS): the
-# row of the id the bump returned (its latest version, so after a commit in
-# flight). The statement's snapshot predates the bump's wait, so when that wait
-# was for a commit, the new head's row is not visible here: no row, and the
-# turn reads the head with a query of its own (majlis.fence.DeferredSaver).
-HEAD_COLUMNS = ("thread_id", "checkpoint", "checkpoint_ns", "checkpoint_id",
-                "parent_checkpoint_id", "metadata", "channel_values", "pending_writes")
-_HEAD = ("cp AS (" + AsyncPostgresSaver.SELECT_SQL +
-         " WHERE thread_id = %(thread)s AND checkpoint_ns = ''"
-         " AND checkpoint_id = (SELECT head FROM b))")
-
-
 def lock_statement(*, create: bool = False, owned: str | None = None, request: bool = False,
-                   log_first: bool = False, read_head: bool = False) -> str:
+                   log_first: bool = False) -> str:
     """The lock statement of one kind of turn; its row is always
     ``(got, lease_epoch, mine, done, headless)``: the lock was taken; the new
     token's epoch (NULL: not taken, or no thread row); the user owns the thread
     (true unless ``owned``, the ``{live}`` filter, asks); the request finished
     already; the thread has no committed checkpoint (``head_checkpoint_id`` empty,
-    read from its latest version, as the bump reads it); with ``read_head`` (not
-    with ``create``) then the head checkpoint's HEAD_COLUMNS, NULL when not read.
+    read from its latest version, as the bump reads it).
 
     >>> "FOR KEY SHARE" in lock_statement(request=True), "lf AS" in lock_statement()
     (True, False)
@@ -167,12 +151,8 @@ def lock_statement(*, create: bool = False, owned: str | None = None, request: b
         ctes.append(_REQUEST)
     if log_first:
         ctes.append(_LOG_FIRST.format(done=_NOT_DONE if request else ""))
-    head = read_head and not create
-    if head:
-        ctes.append(_HEAD)
     mine = "coalesce((SELECT mine FROM o), false)" if owned is not None else "true"
     done = "coalesce((SELECT done FROM r), false)" if request else "false"
     return ("WITH " + ", ".join(ctes) +
             f" SELECT (SELECT got FROM l), (SELECT lease_epoch FROM b), {mine}, {done},"
-            " coalesce((SELECT headless FROM b), false)"
-            + (", cp.* FROM (SELECT 1) AS one LEFT JOIN cp ON true" if head else ""))
+            " coalesce((SELECT headless FROM b), false)")

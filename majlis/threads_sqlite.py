@@ -429,8 +429,7 @@ class SqliteThreadStore:
                    create: ThreadRow | None = None,
                    owner: tuple[str, str] | None = None,
                    request: tuple[RequestKey, float] | None = None,
-                   log_row: Sequence[object] | None = None,
-                   read_head: bool = False) -> AsyncIterator[Lease]:
+                   log_row: Sequence[object] | None = None) -> AsyncIterator[Lease]:
         # ``log_row`` is not written here (the turn log has a connection of its
         # own): the lease says so (``logged_first`` False) and the turn logs it.
         # ``request`` is looked up once the lease is held, by a query of its own.

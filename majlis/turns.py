@@ -223,10 +223,6 @@ class TurnRunner:
             # already; an approval first checks its held call): its first log row
             # goes with the lock statement, one round trip for both, where the store can.
             extra["log_row"] = log.first_row(started)
-        if create is None:
-            # A thread that may have a head: the lock's statement reads it too,
-            # where the store can (one round trip fewer, majlis.fence.DeferredSaver).
-            extra["read_head"] = True
         lock = EnteringLock(lambda on_wait: self._db.threads.lock(
             thread_id, policy=self._policy, wait_s=wait, on_wait=on_wait, create=create,
             **extra))
@@ -249,7 +245,7 @@ class TurnRunner:
             # A thread made for this attempt (by its lock, or by its claim) has no
             # checkpoint to read while the lock finds it without a head.
             pending = PendingCheckpoint(thread_id, self._db.checkpointer.serde,
-                                        fresh=new_thread and lease.headless, head=lease.head)
+                                        fresh=new_thread and lease.headless)
             with deferring(pending), holding_raw(order.raw):
                 # aclosing: an abandoned turn closes the graph's run here, while
                 # the pending checkpoint is still this context's (docs/fencing.md).
