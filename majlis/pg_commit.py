@@ -89,11 +89,13 @@ def supported(ops: Sequence[Op]) -> bool:
 
 
 def fenced_commit_sql(head_sql: str, head_params: Sequence[Any], *, ops: Sequence[Op],
-                      serde: Any, gated: Sequence[tuple[str, Sequence[Any]]] = ()
+                      serde: Any, gated: Sequence[tuple[str, Sequence[Any]]] = (),
+                      select: str = "SELECT 1 FROM head", select_params: Sequence[Any] = ()
                       ) -> tuple[str, list[Any]]:
     """The statement and its parameters: ``head_sql`` (the fenced UPDATE … RETURNING)
     gating the recorded saver ops and the caller's ``gated`` CTEs (``"name AS (…)"``,
-    each already conditioned on ``head``), parameters in text order."""
+    each already conditioned on ``head``), then ``select``, the main query (a row
+    only when the fence matched: ``… FROM head``), parameters in text order."""
     parts = [f"WITH head AS ({head_sql})"]
     params = list(head_params)
     for cte, values in gated:
@@ -106,7 +108,7 @@ def fenced_commit_sql(head_sql: str, head_params: Sequence[Any], *, ops: Sequenc
             ctes, values = _writes(n, serde, *args)
         parts.extend(ctes)
         params.extend(values)
-    return ", ".join(parts) + " SELECT 1 FROM head", params
+    return ", ".join(parts) + " " + select, [*params, *select_params]
 
 
 def _put(n: int, serde: Any, config: Any, checkpoint: Any, metadata: Any,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -73,3 +74,25 @@ class EvidencePool(AsyncConnectionPool[Any]):
             # Synchronous from the raise to here: nothing else ran in between.
             raise CheckoutTimeout(str(exc), verdict=self.evidence.verdict(),
                                   pool_name=self.name, max_size=self.max_size) from exc
+
+
+def session_alive(conn: AsyncConnection[Any]) -> bool:
+    """Whether the connection's session is still there, without a round trip.
+
+    Reads whatever the server already sent (non-blocking, well under a
+    microsecond): a backend that was terminated (a database restart) has closed
+    the socket, and libpq reports the connection bad. A turn's commit asks it of
+    its lock connection (majlis.threads_pg.commit_turn): a dead one sends the
+    commit through the query pool, where the fence decides — no successor may
+    have taken the thread (tests/service/test_fencing.py).
+    """
+    if conn.closed or conn.broken:
+        return False
+    try:
+        # Twice: one read may return just the FATAL message the dying backend
+        # sent; the next one meets the closed socket.
+        conn.pgconn.consume_input()
+        conn.pgconn.consume_input()
+    except psycopg.OperationalError:
+        return False
+    return conn.pgconn.status == psycopg.pq.ConnStatus.OK

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection, AsyncRawCursor
@@ -31,6 +31,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from diwaniya.errors import LeaseLost, NotFound
 from majlis import pg_commit
+from majlis.pg_pool import session_alive
 from majlis.retention import PostgresCheckpoints, RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import (
@@ -53,6 +54,7 @@ from majlis.threads_pg_sql import (
     CLAIM_OWNED,
     COLS,
     COMMIT_HEAD,
+    COMMIT_UNLOCK,
     FINISH_REQUEST,
     LIVE,
     LOG,
@@ -95,6 +97,17 @@ class _Fenced(Exception):
     """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
 
 
+class _Hold:
+    """A running turn's lock connection, for its commit (``commit_turn``)."""
+
+    __slots__ = ("conn", "unlocked")
+
+    def __init__(self, conn: AsyncConnection[Any]) -> None:
+        self.conn = conn
+        # The commit released the advisory lock: the lock's exit sends no unlock.
+        self.unlocked = False
+
+
 class PostgresThreadStore:
     """Threads in PostgreSQL. ``pool`` serves queries; ``lock_pool`` holds one
     connection per running turn for its advisory lock (so locks never starve queries).
@@ -115,6 +128,8 @@ class PostgresThreadStore:
         self._waiters = WaiterCounter(max_waiters)
         self._pruned_at = float("-inf")
         self._held = 0
+        # Running turns' lock connections by lease token (the owner uuid).
+        self._holds: dict[str, _Hold] = {}
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -198,6 +213,12 @@ class PostgresThreadStore:
         READ COMMITTED it re-checks the epoch of a row a successor bumped
         meanwhile. When it matches no row, nothing has been written (every
         insert is gated on it) and a SELECT tells "deleted" from "lost the lock".
+
+        Run on the turn's lock connection while its session lives, the same
+        statement releases the advisory lock (COMMIT_UNLOCK) once the fenced
+        UPDATE holds the thread row: every lock statement bumps that row first,
+        so a successor that gets the advisory lock before this commit is
+        visible waits for it there, as for any commit in flight.
         """
         params: list[object] = [
             commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
@@ -212,12 +233,29 @@ class PostgresThreadStore:
         if commit.log_rows:
             gated.append((LOG.format(rows=",".join([LOG_ROW] * len(commit.log_rows))),
                           [v for row in commit.log_rows for v in row]))
+        keep = self._retention.checkpoints_kept
+        hold = self._holds.get(lease.token) if lease.token is not None else None
+        if hold is not None and not keep and pg_commit.supported(writes.ops) \
+                and session_alive(hold.conn):
+            # The usual case: on the turn's own lock connection, so the same
+            # statement also releases the lock (COMMIT_UNLOCK): one round trip
+            # for the commit and the unlock, and no query-pool checkout.
+            sql, values = pg_commit.fenced_commit_sql(
+                COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated,
+                select=COMMIT_UNLOCK, select_params=(_LOCK_CLASS, lease.thread_id))
+            raw = AsyncRawCursor(hold.conn)
+            await raw.execute(pg_commit.numbered(sql), values)
+            if await raw.fetchone() is not None:
+                hold.unlocked = True
+                return
+            await self._fenced(lease)
         async with self._pool.connection() as conn:
-            keep = self._retention.checkpoints_kept
             try:
                 if pg_commit.supported(writes.ops):
-                    # The usual case: fence, registry, request and checkpoint rows
-                    # in one atomic statement, one round trip (majlis.pg_commit).
+                    # Fence, registry, request and checkpoint rows in one atomic
+                    # statement, one round trip (majlis.pg_commit), on a query-pool
+                    # connection: with retention (below), or when the turn's lock
+                    # session is gone; its lock's exit then unlocks as ever.
                     sql, values = pg_commit.fenced_commit_sql(
                         COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated)
                     # $n on a raw cursor: psycopg does not re-parse it (pg_commit.numbered).
@@ -250,6 +288,11 @@ class PostgresThreadStore:
                 return
             except _Fenced:
                 pass
+        await self._fenced(lease)
+
+    async def _fenced(self, lease: Lease) -> NoReturn:
+        """The commit matched no row: NotFound (deleted) or LeaseLost (taken over, lost)."""
+        async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s",
                 (lease.thread_id,))
@@ -371,6 +414,7 @@ class PostgresThreadStore:
                 # True while a lock attempt's outcome is unknown (it failed or was
                 # cancelled mid-way): the lock may be held, so it must be released.
                 unsure = False
+                hold, token = _Hold(conn), None
 
                 sql, params = self._lock_sql(thread_id, create=create, owner=owner,
                                              request=request, log_row=log_row)
@@ -400,11 +444,15 @@ class PostgresThreadStore:
                     epoch, done, headless = found[-1]
                     # The token: the epoch and this acquisition's owner uuid (None
                     # when the thread has no row: nothing to fence, nothing to commit).
-                    yield Lease(thread_id, None if epoch is None else str(params["lease_owner"]),
-                                epoch=epoch, request_done=done, created=create is not None,
-                                headless=headless,
+                    token = None if epoch is None else str(params["lease_owner"])
+                    if token is not None:
+                        self._holds[token] = hold
+                    yield Lease(thread_id, token, epoch=epoch, request_done=done,
+                                created=create is not None, headless=headless,
                                 logged_first=log_row is not None and not done)
                 finally:
+                    if token is not None:
+                        self._holds.pop(token, None)
                     # The lock is session-level: release it before the connection
                     # returns to the pool, even when the turn was cancelled. If the
                     # unlock itself fails, close the connection — PostgreSQL then
@@ -413,7 +461,7 @@ class PostgresThreadStore:
                     # lock: the turn's outcome was decided by its fenced commit, so
                     # a failed unlock must not turn it into an error.
                     try:
-                        if found or unsure:
+                        if (found or unsure) and not hold.unlocked:
                             await asyncio.shield(conn.execute(
                                 "SELECT pg_advisory_unlock(%s, hashtext(%s))",
                                 (_LOCK_CLASS, thread_id)))

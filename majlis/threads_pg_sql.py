@@ -56,6 +56,14 @@ COMMIT_HEAD = (
     " turn_count = turn_count + %s, head_checkpoint_id = %s, active_at = now(),"
     " title = CASE WHEN title = '' THEN %s ELSE title END"
     " WHERE thread_id = %s AND lease_epoch = %s AND lease_owner = %s RETURNING 1")
+# The fenced commit's main query when it runs on the turn's own lock connection
+# (PostgresThreadStore.commit_turn): the commit releases the thread's advisory
+# lock itself, instead of an unlock statement after it. Evaluated per row of
+# ``head``, so only once the fenced UPDATE has matched and row-locked the
+# thread: a successor that takes the advisory lock before this transaction
+# commits still waits in its bump for that row (docs/fencing.md, "The unlock
+# in the commit"). No row: fenced out, nothing written, the lock still held.
+COMMIT_UNLOCK = "SELECT pg_advisory_unlock(%s, hashtext(%s)) FROM head"
 # Finishes the request record, only if the fence matched (a CTE beside ``head``).
 FINISH_REQUEST = (
     "req AS (UPDATE diwaniya_requests SET done = true, turn_id = %s, events = %s,"
