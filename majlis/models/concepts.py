@@ -53,6 +53,11 @@ LETTER_MIN = 5
 
 
 _ARABIC = re.compile("[\u0621-\u064a]")
+# A noun in ة with a possessive suffix writes the ة as ت («بطاقتي», «فاتورتكم»,
+# «سيارته»); the key function reads «بطاقتي» as «ب» + «طاقتي» and never meets the
+# policy's «البطاقة».  The word is matched by its noun too (the whole word, never
+# with a proclitic cut: «بطاقتي» is not «طاقة»).
+_POSSESSED = re.compile("^([\u0621-\u064a]{3,})ت(?:ي|ك|كم|كن|نا|ه|ها|هم|هن|و)$")
 # A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
 _ONE_LETTER_PROCLITIC = re.compile("^[بفلوك](?=[\u0621-\u064a]{3})")
 
@@ -94,7 +99,15 @@ def concepts_words(
     bridge — an MSA word as the customer wrote it («المستعملة», «الدولار»), which a
     policy about it would contain, unlike a dialect word the bridge has not met.
     In a dialect question, a word of the story told before the question itself
-    (:func:`story_positions`) is not plain either."""
+    (:func:`story_positions`) is not plain either.  A noun with a possessive suffix
+    also stands for the noun («بطاقتي» for «البطاقة»: :data:`_POSSESSED`).
+
+    >>> import nlp
+    >>> k = nlp.search_keys
+    >>> mine = concepts_words("متى تصل بطاقتي الجديدة؟", k, nlp.stop_keys_for(k), None)
+    >>> "بطاقه" in next(c for c, _plain, words in mine if words == ("طاقتي",))
+    True
+    """
     tokens = question.split()
     story = story_positions(question, keys, stop, expand) if dialect else frozenset()
     found: list[tuple[set[str], frozenset[str], bool, str]] = []
@@ -124,6 +137,11 @@ def concepts_words(
         if bare != token:
             core |= set(content_keys(bare, keys, stop))
             own |= core
+        named = _POSSESSED.match("".join(_words(token)))
+        if named is not None:  # «بطاقتي» → «بطاقة» (see _POSSESSED)
+            restored = set(content_keys(named.group(1) + "ة", keys, stop))
+            core |= restored
+            own |= restored
         whole = "".join(_words(token))
         surface = word
         if whole != word and whole in function_words() and word not in function_words():

@@ -159,3 +159,31 @@ def test_a_frame_verb_is_kept_when_the_sentence_lacks_the_type() -> None:
     assert answer.without_framing is None
     reply, cited = _reply("كم يستغرق إلغاء الاشتراك؟", (CARDS, HOURS))
     assert not cited, reply
+
+
+# -- a noun in ة with a possessive suffix («بطاقتي») is the noun («البطاقة») ------------------
+
+LIBRARY_CARD = _doc("library", "بطاقة المكتبة",
+                    "تصدر البطاقة البديلة خلال 3 أيام عمل برسوم 10 ريالات. "
+                    "تتجدد الفاتورة الشهرية في أول كل شهر.", 5.0)
+
+
+@pytest.mark.parametrize("word,noun", [
+    ("بطاقتي", "بطاقه"), ("فاتورتكم", "فاتور"), ("سيارته", "سيار"),
+])
+def test_a_possessed_noun_stands_for_the_noun(word: str, noun: str) -> None:
+    found = concepts_words(f"متى تصل {word}؟", KEYS, STOP, None)
+    assert any(noun in keys for keys, _plain, _words in found)
+
+
+def test_a_possessed_noun_is_not_cut_into_another_word() -> None:
+    # «بطاقتي» is not «ب» + «طاقة» (energy): only the whole word is restored
+    found = concepts_words("متى تصل بطاقتي؟", KEYS, STOP, None)
+    assert not any("طاقه" in keys for keys, _plain, _words in found)
+
+
+def test_an_msa_question_about_my_card_is_answered() -> None:
+    # MSA: how long does my replacement card take?  The policy says «البطاقة البديلة».
+    reply, cited = _reply("كم يستغرق إصدار بطاقتي البديلة؟", (LIBRARY_CARD, HOURS))
+    assert cited, reply
+    assert "3 أيام" in reply
