@@ -26,9 +26,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from majlis.models.concepts import concepts_words, held_by_letters, verb_shaped
+from majlis.models.concepts import (
+    Concept,
+    concepts_words,
+    framing_concept,
+    held_by_letters,
+    verb_shaped,
+)
 from majlis.models.display import HEADING_LINE, display_text, display_topic
 from majlis.models.extract import split_sentences
 from majlis.models.injection import addresses_assistant
@@ -123,6 +129,13 @@ class Answer:
     sentence_plain_missing: int = 0
     # The question asks whether something is had or offered (qtypes.asks_existence).
     existence: bool = False
+    # When the chunk lacks only words that frame the question (dialect function words
+    # «ينفع», «عادي», «بيه»; «يستغرق», «يقع»; measure nouns: concepts.framing_concept):
+    # the same answer measured without them, for the bars' second look
+    # (OfflineResponder._grounded).  None otherwise.
+    without_framing: Answer | None = None
+    # On a without_framing answer: the question's words set aside (folded).
+    set_aside: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -240,12 +253,13 @@ def select_answer(
     by_letters = held_by_letters(with_words, chunk_keys, recalled[rank], dialect)
     title_keys = _with_skeletons(content_keys(display_topic(recalled[rank].title), keys, stop),
                                  roots=dialect)
-    return Answer(
+    in_chunk = [h or not c.isdisjoint(chunk_keys)
+                for c, h in zip(concepts, by_letters, strict=True)]
+    answer = Answer(
         source=recalled[rank],
         sentences=tuple(chunk[i][2] for i in sorted(chosen)),
         coverage=covered(found),
-        chunk_coverage=sum(1 for c, h in zip(concepts, by_letters, strict=True)
-                           if h or not c.isdisjoint(chunk_keys)) / len(concepts),
+        chunk_coverage=sum(in_chunk) / len(concepts),
         qtype=qtype,
         typed=typed,
         title_share=len(title_keys & asked) / len(title_keys) if title_keys else 0.0,
@@ -263,6 +277,49 @@ def select_answer(
                                    if plain and {k for k in c if not k.startswith("^")}
                                    .isdisjoint(found)),
         existence=asks_existence(question),
+    )
+    return replace(answer, without_framing=_without_framing(
+        answer, with_words, in_chunk, weight, chunk_keys, found, dialect=dialect,
+        typed=typed))
+
+
+def _without_framing(answer: Answer, with_words: Sequence[Concept], held: Sequence[bool],
+                     weight: Sequence[float], chunk_keys: set[str], found: set[str], *,
+                     dialect: bool, typed: bool) -> Answer | None:
+    """The answer measured without the framing words its chunk lacks, when they are
+    all it lacks; None when the chunk lacks a word that names something (or lacks
+    nothing, or only framing words are asked).
+
+    A question frames what it asks with words the answer need not repeat: «ينفع ارجع
+    الجهاز بعد ما فتحته؟» is answered by «يمكن إرجاع الجهاز خلال 14 يوما…», «كم
+    يستغرق حذف الحساب؟» by «يحذف الحساب خلال 30 يوما», and the unmatched «ينفع» or
+    «يستغرق» drops the chunk's share of the question below the bars.  Only these
+    words are set aside, and only when nothing else is missing: a chunk lacking a
+    word that names a thing («الدولار») may be about another subject."""
+    framing = [framing_concept(c, dialect=dialect, typed=typed) for c in with_words]
+    dropped = [f and not h for f, h in zip(framing, held, strict=True)]
+    if not any(dropped) or all(dropped) or not all(h or f for f, h in zip(framing, held,
+                                                                         strict=True)):
+        return None
+    kept = [(c, w) for (c, _plain, _words), w, d in zip(with_words, weight, dropped, strict=True)
+            if not d]
+    total = sum(w for _c, w in kept) or 1.0
+
+    def own_missing(c: frozenset[str], keys: set[str]) -> bool:
+        return {k for k in c if not k.startswith("^")}.isdisjoint(keys)
+
+    gone = [(c, plain) for (c, plain, _words), d in zip(with_words, dropped, strict=True) if d]
+    return replace(
+        answer,
+        coverage=sum(w for c, w in kept if not c.isdisjoint(found)) / total,
+        chunk_coverage=1.0,  # every concept kept is held: the condition above
+        concepts=len(kept),
+        plain_missing=answer.plain_missing - sum(1 for c, plain in gone
+                                                 if plain and own_missing(c, chunk_keys)),
+        sentence_plain_missing=answer.sentence_plain_missing
+        - sum(1 for c, plain in gone if plain and own_missing(c, found)),
+        set_aside=tuple(w for (_c, _plain, words), d in zip(with_words, dropped, strict=True)
+                        if d for w in words),
     )
 
 

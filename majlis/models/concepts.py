@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import resources
 
 from majlis.models.grounding import letter_share, text_grams
 from majlis.models.qtypes import MARKS as _MARKS
@@ -31,8 +33,9 @@ from majlis.models.types import Recalled
 from majlis.models.word_forms import with_skeletons as _with_skeletons
 from nlp.keys import KeyFunction, content_keys
 
-__all__ = ["LETTER_MIN", "LETTER_SHARE", "Concept", "concepts_words", "held_by_letters",
-           "story_positions", "verb_shaped"]
+__all__ = ["LETTER_MIN", "LETTER_SHARE", "Concept", "concepts_words", "framing_concept",
+           "function_concept", "function_words", "held_by_letters", "story_positions",
+           "verb_shaped"]
 
 Expander = Callable[[str], list[str]]
 # A concept: its keys (own, bridged, skeletons, roots), whether it names a subject
@@ -50,6 +53,11 @@ LETTER_MIN = 5
 
 
 _ARABIC = re.compile("[\u0621-\u064a]")
+# A noun in ة with a possessive suffix writes the ة as ت («بطاقتي», «فاتورتكم»,
+# «سيارته»); the key function reads «بطاقتي» as «ب» + «طاقتي» and never meets the
+# policy's «البطاقة».  The word is matched by its noun too (the whole word, never
+# with a proclitic cut: «بطاقتي» is not «طاقة»).
+_POSSESSED = re.compile("^([\u0621-\u064a]{3,})ت(?:ي|ك|كم|كن|نا|ه|ها|هم|هن|و)$")
 # A single-letter proclitic the key function may leave on a short noun: بجدة، فرمضان.
 _ONE_LETTER_PROCLITIC = re.compile("^[بفلوك](?=[\u0621-\u064a]{3})")
 
@@ -91,7 +99,15 @@ def concepts_words(
     bridge — an MSA word as the customer wrote it («المستعملة», «الدولار»), which a
     policy about it would contain, unlike a dialect word the bridge has not met.
     In a dialect question, a word of the story told before the question itself
-    (:func:`story_positions`) is not plain either."""
+    (:func:`story_positions`) is not plain either.  A noun with a possessive suffix
+    also stands for the noun («بطاقتي» for «البطاقة»: :data:`_POSSESSED`).
+
+    >>> import nlp
+    >>> k = nlp.search_keys
+    >>> mine = concepts_words("متى تصل بطاقتي الجديدة؟", k, nlp.stop_keys_for(k), None)
+    >>> "بطاقه" in next(c for c, _plain, words in mine if words == ("طاقتي",))
+    True
+    """
     tokens = question.split()
     story = story_positions(question, keys, stop, expand) if dialect else frozenset()
     found: list[tuple[set[str], frozenset[str], bool, str]] = []
@@ -121,6 +137,15 @@ def concepts_words(
         if bare != token:
             core |= set(content_keys(bare, keys, stop))
             own |= core
+        named = _POSSESSED.match("".join(_words(token)))
+        if named is not None:  # «بطاقتي» → «بطاقة» (see _POSSESSED)
+            restored = set(content_keys(named.group(1) + "ة", keys, stop))
+            core |= restored
+            own |= restored
+        whole = "".join(_words(token))
+        surface = word
+        if whole != word and whole in function_words() and word not in function_words():
+            surface = whole  # «بتاعي», «بعده»: the proclitic is the word's own letter
         found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
                                           roots=dialect)),
                       _with_skeletons(sorted(core), bare, roots=dialect),
@@ -129,7 +154,7 @@ def concepts_words(
                       and not verb_shaped(bare) and word not in _MEASURES
                       and not conjoined and i not in story
                       and word not in _NOT_SUBJECT,
-                      word))
+                      surface))
     # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
     # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
     # same thing asked as «الاستلام» written beside it.
@@ -147,6 +172,75 @@ def concepts_words(
             merged.append((concept, core, [plain], [surface]))
     return [(frozenset(c), all(flags), tuple(surfaces))
             for c, _core, flags, surfaces in merged]
+
+
+@cache
+def function_words() -> frozenset[str]:
+    """The dialect function words of ``data/function_words.tsv`` (modals, genitive
+    exponents, prepositions with pronouns, complementisers, demonstratives, deixis,
+    degree, fillers), folded.  A question's word matches with or without its
+    proclitic («وعادي»), an entry is never cut («بتاعي», not «تاعي»; «بعده», not
+    «عده»): :func:`concepts_words` keeps the uncut word as the surface of a concept
+    whose cut form is no entry.
+
+    >>> {"ينفع", "عادي", "حدا", "انو", "بيه", "ديالي", "تبعي"} <= function_words()
+    True
+    >>> {"الرسوم", "رسوم", "التوصيل", "حق", "مال"} & function_words()
+    set()
+    """
+    raw = resources.files("majlis.models").joinpath("data/function_words.tsv").read_text("utf-8")
+    out: set[str] = set()
+    for line in raw.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        out.update(_words(line.split("\t", 1)[0]))
+    return frozenset(out)
+
+
+def function_concept(concept: Concept) -> bool:
+    """Does a concept stand only for dialect function words (:func:`function_words`)?
+
+    «ينفع» in «ينفع ارجع الطلب؟» asks permission that a policy states with its own
+    verb («يمكن إرجاع…», «يحق للعميل…», or no verb at all); «عادي؟» closing it is
+    the question's tag, «بيه» its pronoun.  A chunk lacking such a word is not
+    about another subject.
+
+    >>> import nlp
+    >>> k = nlp.search_keys
+    >>> found = concepts_words("ينفع ارجع الجهاز عادي؟", k, nlp.stop_keys_for(k),
+    ...                        nlp.dialect_to_msa, dialect=True)
+    >>> [(c[2], function_concept(c)) for c in found]
+    [(('ينفع',), True), (('ارجع',), False), (('جهاز',), False), (('عادي',), True)]
+    """
+    words = concept[2]
+    return bool(words) and all(w in function_words() for w in words)
+
+
+def framing_concept(concept: Concept, *, dialect: bool, typed: bool) -> bool:
+    """Does a concept stand only for words that frame the question, not its subject?
+
+    Dialect function words (:func:`function_concept`, dialect questions only); and,
+    when the answer carries what the question's type asks (``typed``: the number,
+    the day, the place), the frame verbs of :data:`_FRAME` («يقع», «يستغرق», «يتم»:
+    dropped from a dialect question's concepts already, kept in an MSA one's for
+    ARCD's matching) and the measure nouns of :data:`_MEASURES` («المطلوبة»,
+    «مبلغ», «مدة»).  Those say what kind of answer is wanted, so only an answer of
+    that kind may leave them out: «يمكن إلغاء الاشتراك في أي وقت» is no answer to
+    «كم يستغرق إلغاء الاشتراك؟».
+
+    >>> import nlp
+    >>> k = nlp.search_keys
+    >>> found = concepts_words("كم يستغرق حذف الحساب؟", k, nlp.stop_keys_for(k),
+    ...                        nlp.dialect_to_msa)
+    >>> [(c[2], framing_concept(c, dialect=False, typed=True)) for c in found]
+    [(('يستغرق',), True), (('حذف',), False), (('حساب',), False)]
+    >>> framing_concept(found[0], dialect=False, typed=False)
+    False
+    """
+    words = concept[2]
+    if dialect and function_concept(concept):
+        return True
+    return typed and bool(words) and all(w in _FRAME or w in _MEASURES for w in words)
 
 
 def _conjoined_function(token: str, keys: KeyFunction, stop: frozenset[str],
