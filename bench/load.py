@@ -24,7 +24,7 @@ work too) and this load generator.
 In the same run, after the service has stopped, the same concurrency drives a
 bare graph of the service's shape in this process: as many nodes in a line as
 the service runs LangGraph nodes on a message's path (``SERVICE_NODES``: its
-five steps run as two nodes, majlis.graph), an AsyncPostgresSaver on an
+five steps run as one node, majlis.graph), an AsyncPostgresSaver on an
 equally configured psycopg pool, ``durability="exit"`` — the anchor for "how
 much does the service add" (``bare``).  The issue's original anchor, five
 nodes (one per step, as the service once ran them), is measured too
@@ -302,9 +302,11 @@ class State(TypedDict, total=False):
     turn: dict[str, Any]
 
 
-# LangGraph nodes on a message's path in majlis.graph.build_graph: "analyse"
-# (analyse + phase) and "recall" (recall + respond + remember). Keep in step.
-SERVICE_NODES = 2
+# LangGraph nodes on a message's path in majlis.graph.build_graph: "turn"
+# (analyse … remember in one node since session 12). Kept in step by
+# tests/majlis/test_graph_routes.py, so a smaller service graph cannot pass
+# for a cheaper service against a bare graph larger than its own.
+SERVICE_NODES = 1
 STEPS = ["analyse", "phase", "recall", "respond", "remember"]
 
 

@@ -50,3 +50,14 @@ def test_a_turn_runs_as_one_node() -> None:
     assert set(graph.builder.nodes) == {"turn", "remember"}
     assert {(a, b) for a, b in graph.builder.edges} == {
         ("__start__", "turn"), ("turn", "__end__"), ("remember", "__end__")}
+
+
+def test_the_load_bench_anchors_on_the_services_own_node_count() -> None:
+    # bench/load.py's bare graph has SERVICE_NODES nodes in a line; it must be
+    # the number of nodes a message's turn crosses, or the ratio it prints
+    # flatters (or wrongs) the service.
+    from bench.load import SERVICE_NODES
+
+    graph = build_graph(_deps(0), InMemorySaver())
+    on_path = {b for a, b in graph.builder.edges if a == "__start__"}
+    assert len(on_path) == SERVICE_NODES == 1
