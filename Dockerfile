@@ -6,7 +6,8 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 # Build tools pinned (hadolint DL3013): the same inputs build the same wheel.
 RUN pip install --no-cache-dir pip==26.3 build==1.6.1
-COPY pyproject.toml README.md LICENSE NOTICE ./
+# constraints.txt: the dependency versions CI tested (make lock), taken here too.
+COPY pyproject.toml README.md LICENSE NOTICE constraints.txt ./
 # The client distribution (the diwaniya namespace) is built first: the
 # server's wheel requires diwaniya-client at the same version.
 COPY client client
@@ -19,7 +20,7 @@ COPY memory memory
 # whole and the runtime image needs neither pip nor a build step.
 RUN python -m build --wheel --outdir /wheels . \
  && python -m venv /opt/diwaniya \
- && /opt/diwaniya/bin/pip install --no-cache-dir --find-links /wheels /wheels/*.whl
+ && /opt/diwaniya/bin/pip install --no-cache-dir -c constraints.txt --find-links /wheels /wheels/*.whl
 
 # --- runtime: non-root, read-only-root friendly --------------------------
 FROM python:3.11-slim

@@ -4,14 +4,15 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test camel proto proto-check lint typecheck bench clean
+.PHONY: run test camel lock proto proto-check lint typecheck bench clean
 
 # The client distribution first (./client), so that the server's
 # diwaniya-client==<version> requirement resolves to it, not to an index.
-$(STAMP): pyproject.toml client/pyproject.toml
+# constraints.txt pins every dependency to the versions CI tested (`make lock`).
+$(STAMP): pyproject.toml client/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ./client -e ".[dev]"
+	$(BIN)/pip install -q -c constraints.txt -e ./client -e ".[dev]"
 	touch $(STAMP)
 
 ## run: start the service on its embedded default (SQLite under ./data, offline responder)
@@ -46,9 +47,17 @@ test: $(STAMP) proto-check $(TEST_EXTRAS)
 ## camel-tools' dependency pulls a 6 GB CUDA build.
 camel: $(VENV)/.camel
 $(VENV)/.camel: $(STAMP)
-	$(BIN)/pip install -q "torch==2.13.0"
-	$(BIN)/pip install -q -e ".[camel]"
+	$(BIN)/pip install -q -c constraints.txt "torch==2.13.0"
+	$(BIN)/pip install -q -c constraints.txt -e ".[camel]"
 	touch $@
+
+## lock: re-pin constraints.txt to what the venv holds (after `make camel`: the extra's
+## dependencies too). Run it after changing a dependency in pyproject.toml, then `make test`.
+## torch's local label (+cpu) is dropped: `==2.13.0` still takes the CPU file from disk.
+lock: $(VENV)/.camel
+	{ sed -n '/^#/p;/^[^#]/q' constraints.txt; \
+	  $(BIN)/pip freeze --all --exclude-editable | grep -v '^#\|^pip==' | sed -e 's/+cpu$$//'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 # proto/ is the single source; client/diwaniya/v1 holds the generated stubs and
 # a copy of the .proto shipped as package data (both checked by proto-check).

@@ -13,6 +13,7 @@ missing tool fails.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import json
 import os
 import re
@@ -408,6 +409,40 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_every_package() -> None:
     assert ignore[0] == "*"
     assert not [line for line in ignore if line.startswith("!") and re.match(
         r"!/?(data|\.venv|\.git|tests|bench)\b", line)]
+
+
+def _docker_context_keeps(path: str, patterns: list[str]) -> bool:
+    """Whether .dockerignore's ``patterns`` leave ``path`` in the build context.
+
+    Docker's rules: patterns are cleaned (no leading or trailing "/"), one that
+    matches the path or any of its parent folders decides, the last match wins,
+    "!" re-includes.
+    """
+    parts = PurePosixPath(path).parts
+    kept = True
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        cleaned = pattern.removeprefix("!").strip("/")
+        if any(fnmatch.fnmatchcase("/".join(parts[:n]), cleaned) for n in range(1, len(parts) + 1)):
+            kept = negate
+    return kept
+
+
+def test_every_path_the_dockerfile_copies_is_in_the_build_context() -> None:
+    # .dockerignore is an allow-list ("*", then "!path"): a COPY of a path it
+    # does not re-include fails the build ("COPY failed: … not found"). client/
+    # (the diwaniya-client distribution) was once copied but not allowed.
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text(
+        encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+    sources = [source for args in re.findall(r"^COPY (?!--from)(.+)$", dockerfile, re.MULTILINE)
+               for source in args.split()[:-1] if not source.startswith("--")]
+    assert "client" in sources and "constraints.txt" in sources
+    for source in sources:
+        assert (ROOT / source).exists(), source
+        assert _docker_context_keeps(source, patterns), f".dockerignore leaves out {source}"
+    assert not _docker_context_keeps("data/threads.sqlite", patterns)
+    assert not _docker_context_keeps("service/__pycache__/server.cpython-311.pyc", patterns)
 
 
 def test_operations_doc_covers_metrics_probes_and_the_formula() -> None:
