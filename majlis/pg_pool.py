@@ -82,7 +82,7 @@ def session_alive(conn: AsyncConnection[Any]) -> bool:
     Reads whatever the server already sent (non-blocking, well under a
     microsecond): a backend that was terminated (a database restart) has closed
     the socket, and libpq reports the connection bad. A turn's commit asks it of
-    its lock connection (majlis.threads_pg.commit_turn): a dead one sends the
+    its lock connection (majlis.threads_pg_commit.commit_turn): a dead one sends the
     commit through the query pool, where the fence decides — no successor may
     have taken the thread (tests/service/test_fencing.py).
     """
