@@ -38,6 +38,7 @@ import grpc  # noqa: E402
 from diwaniya.v1 import knowledge_pb2 as kpb  # noqa: E402
 from diwaniya.v1 import knowledge_pb2_grpc as kpb_grpc  # noqa: E402
 from service import Settings, build_app  # noqa: E402
+from service.auth import hash_key  # noqa: E402
 
 
 async def _upload(stub: kpb_grpc.KnowledgeStub, md: Any, corpus: list[dict[str, Any]],
@@ -60,7 +61,7 @@ async def run(backend: str, dsn: str | None, data: Path, batch: int) -> dict[str
     with tempfile.TemporaryDirectory() as tmp:
         extra: dict[str, Any] = {"database_url": dsn} if dsn else {}
         settings = Settings(data_dir=Path(tmp) / "data", listen="127.0.0.1:0",
-                            api_keys={key: key}, max_message_bytes=4 << 20, **extra)
+                            api_keys={hash_key(key): key}, max_message_bytes=4 << 20, **extra)
         app = await build_app(settings)
         server = app.server()
         await server.start()

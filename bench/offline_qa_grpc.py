@@ -36,6 +36,7 @@ from datetime import UTC, datetime  # noqa: E402
 from majlis.culture import FixedClock  # noqa: E402
 from memory import kb  # noqa: E402
 from service import DiwaniyaClient, Settings, build_app  # noqa: E402
+from service.auth import hash_key  # noqa: E402
 
 
 def _article(passage_id: str) -> str:
@@ -55,7 +56,7 @@ async def run(data: Path, limit: int | None) -> dict[str, float]:
         half.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in corpus
                                 if _article(p["_id"]) in kept), encoding="utf-8")
         settings = Settings(data_dir=Path(tmp) / "data", listen="127.0.0.1:0",
-                            api_keys={"all": "arcd-all", "half": "arcd-half"})
+                            api_keys={hash_key("all"): "arcd-all", hash_key("half"): "arcd-half"})
         app = await build_app(settings, clock=FixedClock(datetime(2026, 11, 2, 6, tzinfo=UTC)))
         server = app.server()
         await server.start()

@@ -82,12 +82,17 @@ def session_alive(conn: AsyncConnection[Any]) -> bool:
     Reads whatever the server already sent (non-blocking, well under a
     microsecond): a backend that was terminated (a database restart) has closed
     the socket, and libpq reports the connection bad. A turn's commit asks it of
-    its lock connection (majlis.threads_pg.commit_turn): a dead one sends the
+    its lock connection (majlis.threads_pg_commit.commit_turn): a dead one sends the
     commit through the query pool, where the fence decides — no successor may
     have taken the thread (tests/service/test_fencing.py).
     """
     if conn.closed or conn.broken:
         return False
+    # Public API, not a peek at a private socket: ``Connection.pgconn`` and the
+    # psycopg.pq module are psycopg's documented libpq layer ("access features
+    # not wrapped by Psycopg"; psycopg.org/psycopg3/docs/api/pq.html), and
+    # PQconsumeInput is libpq's own non-blocking read. Nothing higher in
+    # psycopg reads pending input without sending a query.
     try:
         # Twice: one read may return just the FATAL message the dying backend
         # sent; the next one meets the closed socket.
@@ -95,4 +100,4 @@ def session_alive(conn: AsyncConnection[Any]) -> bool:
         conn.pgconn.consume_input()
     except psycopg.OperationalError:
         return False
-    return conn.pgconn.status == psycopg.pq.ConnStatus.OK
+    return conn.info.status == psycopg.pq.ConnStatus.OK

@@ -7,7 +7,8 @@ the (epoch, owner) its lock produced, and keeps its writes only if that
 matched. A turn whose lock session died cannot commit once a successor has
 taken the lock — nor after a crash lost its bump, since no one else is ever
 given its owner — and the successor's bump waits for a commit already in
-flight, so it always starts from the committed head (docs/fencing.md).
+flight, so it always starts from the committed head (docs/fencing.md). The
+commit itself is majlis.threads_pg_commit; the statements, majlis.threads_pg_sql.
 """
 
 from __future__ import annotations
@@ -21,17 +22,14 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, NoReturn, cast
+from typing import Any
 
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg import AsyncConnection, AsyncRawCursor
-from psycopg.rows import DictRow, dict_row
-from psycopg.types.json import Jsonb
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from diwaniya.errors import LeaseLost, NotFound
-from majlis import pg_commit
-from majlis.pg_pool import session_alive
+from diwaniya.errors import NotFound
+from majlis import threads_pg_commit
 from majlis.retention import PostgresCheckpoints, RetentionPolicy
 from majlis.store_errors import translate_store_errors
 from majlis.threads import (
@@ -47,19 +45,16 @@ from majlis.threads import (
     WaitSignal,
     acquire_polling,
 )
+from majlis.threads_pg_commit import Hold
 from majlis.threads_pg_schema import MIGRATION_LOCK, THREADS_DDL
 from majlis.threads_pg_sql import (
     CLAIM,
     CLAIM_NEW_THREAD,
     CLAIM_OWNED,
     COLS,
-    COMMIT_HEAD,
-    COMMIT_UNLOCK,
-    FINISH_REQUEST,
     LIVE,
-    LOG,
+    LOCK_CLASS,
     LOG_FIRST_PARAMS,
-    LOG_ROW,
     REQ_COLS,
     REQ_KEY,
     lock_statement,
@@ -70,11 +65,6 @@ log = logging.getLogger("diwaniya.threads")
 # Expired request records are deleted at most this often per process.
 PRUNE_EVERY_S = 60.0
 
-# Advisory-lock key space: the first argument of the two-int form names our
-# application ("DW" in ASCII) so that other software's advisory locks on the
-# same database cannot collide with ours.
-_LOCK_CLASS = 0x4457
-
 def _record(row: dict[str, Any]) -> RequestRecord:
     return RequestRecord(
         key=RequestKey(row["tenant"], row["user_id"], row["request_id"]),
@@ -83,29 +73,6 @@ def _record(row: dict[str, Any]) -> RequestRecord:
         events=list(row["events"]), result=dict(row["result"]),
         checkpoint_id=row["checkpoint_id"],
     )
-
-
-def _owner(token: object) -> uuid.UUID | None:
-    """The lease's owner uuid (None matches no row: a lease without a thread row)."""
-    try:
-        return uuid.UUID(str(token)) if token is not None else None
-    except ValueError:
-        return None
-
-
-class _Fenced(Exception):
-    """Raised inside commit_turn's transaction to roll it back: the fence did not match."""
-
-
-class _Hold:
-    """A running turn's lock connection, for its commit (``commit_turn``)."""
-
-    __slots__ = ("conn", "unlocked")
-
-    def __init__(self, conn: AsyncConnection[Any]) -> None:
-        self.conn = conn
-        # The commit released the advisory lock: the lock's exit sends no unlock.
-        self.unlocked = False
 
 
 class PostgresThreadStore:
@@ -129,7 +96,7 @@ class PostgresThreadStore:
         self._pruned_at = float("-inf")
         self._held = 0
         # Running turns' lock connections by lease token (the owner uuid).
-        self._holds: dict[str, _Hold] = {}
+        self._holds: dict[str, Hold] = {}
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -205,112 +172,12 @@ class PostgresThreadStore:
 
     # ------------------------------------------------------------ fencing
     async def commit_turn(self, lease: Lease, writes: CheckpointWrites, commit: TurnCommit) -> None:
-        """One statement (majlis.pg_commit): fence, registry, checkpoint and request record.
-
-        The registry UPDATE carries the fence in its WHERE (``lease_epoch`` =
-        this turn's token): it row-locks the thread like ``SELECT … FOR
-        UPDATE`` did, so a successor's bump waits for this commit, and under
-        READ COMMITTED it re-checks the epoch of a row a successor bumped
-        meanwhile. When it matches no row, nothing has been written (every
-        insert is gated on it) and a SELECT tells "deleted" from "lost the lock".
-
-        Run on the turn's lock connection while its session lives, the same
-        statement releases the advisory lock (COMMIT_UNLOCK) once the fenced
-        UPDATE holds the thread row: every lock statement bumps that row first,
-        so a successor that gets the advisory lock before this commit is
-        visible waits for it there, as for any commit in flight.
-        """
-        params: list[object] = [
-            commit.at, int(commit.counts_turn), commit.checkpoint_id, commit.title,
-            lease.thread_id, lease.epoch if lease.epoch is not None else -1,
-            _owner(lease.token)]
-        gated: list[tuple[str, list[object]]] = []
-        if commit.request is not None:
-            key = commit.request
-            gated.append((FINISH_REQUEST, [
-                commit.turn_id, Jsonb(commit.events), Jsonb(commit.result),
-                commit.checkpoint_id, key.tenant, key.user_id, key.request_id]))
-        if commit.log_rows:
-            gated.append((LOG.format(rows=",".join([LOG_ROW] * len(commit.log_rows))),
-                          [v for row in commit.log_rows for v in row]))
-        keep = self._retention.checkpoints_kept
+        """The fenced commit (majlis.threads_pg_commit): on the turn's lock connection,
+        with its unlock, while that session lives; else on a query-pool connection."""
         hold = self._holds.get(lease.token) if lease.token is not None else None
-        if hold is not None and not keep and pg_commit.supported(writes.ops) \
-                and session_alive(hold.conn):
-            # The usual case: on the turn's own lock connection, so the same
-            # statement also releases the lock (COMMIT_UNLOCK): one round trip
-            # for the commit and the unlock, and no query-pool checkout.
-            sql, values = pg_commit.fenced_commit_sql(
-                COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated,
-                select=COMMIT_UNLOCK, select_params=(_LOCK_CLASS, lease.thread_id))
-            raw = AsyncRawCursor(hold.conn)
-            await raw.execute(pg_commit.numbered(sql), values)
-            if await raw.fetchone() is not None:
-                hold.unlocked = True
-                return
-            await self._fenced(lease)
-        async with self._pool.connection() as conn:
-            try:
-                if pg_commit.supported(writes.ops):
-                    # Fence, registry, request and checkpoint rows in one atomic
-                    # statement, one round trip (majlis.pg_commit), on a query-pool
-                    # connection: with retention (below), or when the turn's lock
-                    # session is gone; its lock's exit then unlocks as ever.
-                    sql, values = pg_commit.fenced_commit_sql(
-                        COMMIT_HEAD, params, ops=writes.ops, serde=writes.serde, gated=gated)
-                    # $n on a raw cursor: psycopg does not re-parse it (pg_commit.numbered).
-                    raw, sql = AsyncRawCursor(conn), pg_commit.numbered(sql)
-                    if not keep:
-                        await raw.execute(sql, values)
-                        if await raw.fetchone() is not None:
-                            return
-                        raise _Fenced
-                    # With retention the trim shares the commit's transaction, so
-                    # it runs inside the fence: only the lock holder trims its thread.
-                    async with conn.transaction():
-                        await raw.execute(sql, values)
-                        if await raw.fetchone() is None:
-                            raise _Fenced
-                        await self._pruner.prune(conn, lease.thread_id, keep=keep,
-                                                 head=commit.checkpoint_id)
-                    return
-                async with conn.transaction():
-                    sql, values = pg_commit.fenced_commit_sql(
-                        COMMIT_HEAD, params, ops=(), serde=writes.serde, gated=gated)
-                    cur = await conn.execute(sql, values)
-                    if await cur.fetchone() is None:
-                        raise _Fenced
-                    await writes.apply(AsyncPostgresSaver(
-                        cast(AsyncConnection[DictRow], conn), serde=writes.serde))
-                    if keep:
-                        await self._pruner.prune(conn, lease.thread_id, keep=keep,
-                                                 head=commit.checkpoint_id)
-                return
-            except _Fenced:
-                pass
-        await self._fenced(lease)
-
-    async def _fenced(self, lease: Lease) -> NoReturn:
-        """The commit matched no row: NotFound (deleted) or LeaseLost (taken over, lost)."""
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT lease_epoch FROM diwaniya_threads WHERE thread_id = %s",
-                (lease.thread_id,))
-            row = await cur.fetchone()
-        if row is None and not lease.created:
-            raise NotFound(f"thread {lease.thread_id} was deleted while this turn ran; "
-                           "nothing was saved")
-        if row is None:
-            # A thread this turn's lock statement created, whose row is gone: that
-            # statement commits asynchronously, and the database restarted before
-            # it reached the disk. The client resends its first message.
-            raise LeaseLost(
-                f"the database lost new thread {lease.thread_id} in a restart before this "
-                "turn could be saved; nothing of it was saved — send the message again")
-        raise LeaseLost(
-            f"this turn lost its hold on thread {lease.thread_id} (the database dropped "
-            "its lock and another turn took the thread over, or lost it in a restart); "
-            "nothing of it was saved — send the message again (the same request_id is safe)")
+        await threads_pg_commit.commit_turn(
+            self._pool, hold, lease, writes, commit,
+            keep=self._retention.checkpoints_kept, pruner=self._pruner)
 
     async def turn_saved(self, thread_id: str, checkpoint_id: str) -> bool:
         async with self._pool.connection() as conn, conn.transaction():
@@ -414,7 +281,7 @@ class PostgresThreadStore:
                 # True while a lock attempt's outcome is unknown (it failed or was
                 # cancelled mid-way): the lock may be held, so it must be released.
                 unsure = False
-                hold, token = _Hold(conn), None
+                hold, token = Hold(conn), None
 
                 sql, params = self._lock_sql(thread_id, create=create, owner=owner,
                                              request=request, log_row=log_row)
@@ -464,7 +331,7 @@ class PostgresThreadStore:
                         if (found or unsure) and not hold.unlocked:
                             await asyncio.shield(conn.execute(
                                 "SELECT pg_advisory_unlock(%s, hashtext(%s))",
-                                (_LOCK_CLASS, thread_id)))
+                                (LOCK_CLASS, thread_id)))
                     except Exception as exc:
                         log.warning("unlock of thread %s failed (%s); closing its session",
                                     thread_id, exc)
@@ -483,7 +350,7 @@ class PostgresThreadStore:
                   log_row: Sequence[object] | None) -> tuple[str, dict[str, object]]:
         """The lock statement for this turn (majlis.threads_pg_sql.lock_statement) and
         its parameters, with a new owner uuid: one per acquisition, never reissued."""
-        params: dict[str, object] = {"cls": _LOCK_CLASS, "thread": thread_id,
+        params: dict[str, object] = {"cls": LOCK_CLASS, "thread": thread_id,
                                      "lease_owner": uuid.uuid4()}
         live: str | None = None
         if owner is not None:

@@ -8,6 +8,11 @@ Placeholders are psycopg's ``%s`` except where a caller formats ``{live}`` or
 
 from __future__ import annotations
 
+# Advisory-lock key space: the first argument of the two-int form names our
+# application ("DW" in ASCII) so that other software's advisory locks on the
+# same database cannot collide with ours. Every thread lock and unlock uses it.
+LOCK_CLASS = 0x4457
+
 REQ_COLS = ("tenant, user_id, request_id, thread_id, content_hash, new_thread, done, turn_id,"
              " events, result, checkpoint_id")
 REQ_KEY = "tenant = %s AND user_id = %s AND request_id = %s"
@@ -57,7 +62,7 @@ COMMIT_HEAD = (
     " title = CASE WHEN title = '' THEN %s ELSE title END"
     " WHERE thread_id = %s AND lease_epoch = %s AND lease_owner = %s RETURNING 1")
 # The fenced commit's main query when it runs on the turn's own lock connection
-# (PostgresThreadStore.commit_turn): the commit releases the thread's advisory
+# (majlis.threads_pg_commit): the commit releases the thread's advisory
 # lock itself, instead of an unlock statement after it. Evaluated per row of
 # ``head``, so only once the fenced UPDATE has matched and row-locked the
 # thread: a successor that takes the advisory lock before this transaction

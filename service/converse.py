@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TypeAlias
 
 from diwaniya.v1 import conversations_pb2 as pb
 from majlis.engine import ConversationEngine
@@ -25,7 +26,7 @@ from service.wire import Undecodable
 # Turns a Converse stream may have queued behind the running one.
 CONVERSE_INBOX = 16
 
-Incoming = pb.SendMessageRequest | pb.Approval
+Incoming: TypeAlias = pb.SendMessageRequest | pb.Approval
 
 
 class ConverseSession:

@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from diwaniya.errors import ConfigurationError
+from service.settings_telemetry import TelemetrySettings
 
 PREFIX = "DIWANIYA_"
 # DIWANIYA_* variables read outside Settings: the settings file itself, the
@@ -91,7 +92,9 @@ class TenantSettings(BaseModel):
     thread_idle_ttl_s: float | None = Field(default=None, ge=0)
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, TelemetrySettings):
+    """Every setting, as one object; the telemetry group is TelemetrySettings' fields."""
+
     model_config = SettingsConfigDict(
         env_prefix="DIWANIYA_",
         env_file=os.environ.get("DIWANIYA_SETTINGS_FILE"),
@@ -295,20 +298,7 @@ class Settings(BaseSettings):
     compaction_tokens: int = Field(default=0, ge=0)
     compaction_keep_turns: int = Field(default=4, ge=1)
 
-    # --- observability: "console" prints one line per finished span (turns) ---
-    traces: Literal["off", "console"] = "off"
-    # Telemetry (service.telemetry, service.logs); the OTEL_* variables configure
-    # OTLP export. The Prometheus endpoint (/metrics) has its own port; "" disables it.
-    metrics_listen: str = "127.0.0.1:9464"
-    # Which measurements keep an exemplar (a trace link), under OpenTelemetry's
-    # own name. Unset: none when only the Prometheus endpoint reads the metrics
-    # (it drops exemplars, so sampling them is CPU for nothing), else trace_based.
-    otel_metrics_exemplar_filter: Literal["always_on", "always_off", "trace_based"] | None = Field(
-        default=None, validation_alias=AliasChoices("OTEL_METRICS_EXEMPLAR_FILTER"))
-    log_format: Literal["json", "text"] = "json"
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
-    # The one switch that lets message text into logs (ours and third-party loggers').
-    log_message_text: bool = False
+    # --- observability: service.settings_telemetry (TelemetrySettings) ---
 
     # --- tenants: {"acme": {"persona_name": "…", "model_base_url": "…"}} ---
     tenants: dict[str, TenantSettings] = Field(default_factory=dict)
@@ -332,20 +322,6 @@ class Settings(BaseSettings):
         if not sep or not host or not port.isdigit():
             raise ValueError("listen must look like HOST:PORT, e.g. 0.0.0.0:50051")
         return value
-
-    @field_validator("metrics_listen")
-    @classmethod
-    def _check_metrics_listen(cls, value: str) -> str:
-        host, sep, port = value.rpartition(":")
-        if value and (not sep or not host or not port.isdigit()):
-            raise ValueError("metrics_listen must look like HOST:PORT, e.g. 0.0.0.0:9464, "
-                             "or be empty to disable the Prometheus endpoint")
-        return value
-
-    @field_validator("log_level", mode="before")
-    @classmethod
-    def _upper_level(cls, value: object) -> object:
-        return value.upper() if isinstance(value, str) else value
 
     @field_validator("database_url")
     @classmethod

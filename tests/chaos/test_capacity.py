@@ -31,10 +31,10 @@ from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 from pydantic import SecretStr
 
 from service import DiwaniyaClient, Settings
+from tests.chaos._rpc import retry_delay_s
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
 from tests.service.conftest import collect, running
 
@@ -60,17 +60,6 @@ def model() -> Iterator[ScriptedOpenAIServer]:
     server.close()
 
 
-def _retry_delay_s(err: grpc.aio.AioRpcError) -> float | None:
-    for key, value in err.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
-            for packed in status_pb2.Status.FromString(value).details:
-                if packed.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                    info = error_details_pb2.RetryInfo()
-                    packed.Unpack(info)
-                    return float(info.retry_delay.ToMilliseconds()) / 1000
-    return None
-
-
 async def _outcome(call: Any) -> tuple[str, list[str], float | None, str]:
     """(status name, the events' kinds, the RetryInfo delay of a failure, its details)."""
     kinds: list[str] = []
@@ -78,7 +67,7 @@ async def _outcome(call: Any) -> tuple[str, list[str], float | None, str]:
         async for event in call:
             kinds.append(event.WhichOneof("event") or "")
     except grpc.aio.AioRpcError as err:
-        return err.code().name, kinds, _retry_delay_s(err), err.details() or ""
+        return err.code().name, kinds, retry_delay_s(err), err.details() or ""
     return "OK", kinds, None, ""
 
 

@@ -15,17 +15,15 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from pydantic import SecretStr
 
 from service import DiwaniyaClient, Settings
 from tests.chaos._pg import DroppingProxy, PrivatePostgres
 from tests.chaos._poll import wait_until
+from tests.chaos._rpc import retry_delay_s, rpc_error
 from tests.service.conftest import collect, running
 
 CHECKOUT_S = 2.0
@@ -53,21 +51,6 @@ async def serving(dsn: str, data_dir: Path) -> AsyncIterator[DiwaniyaClient]:
         yield svc.client
 
 
-async def _unavailable(call: Awaitable[Any]) -> grpc.aio.AioRpcError:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call
-    return caught.value
-
-
-def _retry_delay_s(err: grpc.aio.AioRpcError) -> float | None:
-    status = rpc_status.from_call(err)
-    for detail in status.details if status else []:
-        info = error_details_pb2.RetryInfo()
-        if detail.Unpack(info):
-            return info.retry_delay.ToMilliseconds() / 1000
-    return None
-
-
 @pytest.mark.parametrize("outage_s", [5, 60], ids=["5s", "60s"])
 @pytest.mark.parametrize("how", ["restart", "proxy_drop"])
 async def test_outage_answers_unavailable_and_recovers(
@@ -88,11 +71,11 @@ async def test_outage_answers_unavailable_and_recovers(
                 proxy.drop()
 
             errors = [
-                await _unavailable(client.get_thread(thread_id, user_id="u1")),
-                await _unavailable(client.list_threads(user_id="u1")),
-                await _unavailable(collect(client.send("وين طلبي؟", user_id="u1",
-                                                       thread_id=thread_id))),
-                await _unavailable(collect(client.send("مرحبا", user_id="u2"))),
+                await rpc_error(client.get_thread(thread_id, user_id="u1")),
+                await rpc_error(client.list_threads(user_id="u1")),
+                await rpc_error(collect(client.send("وين طلبي؟", user_id="u1",
+                                                    thread_id=thread_id))),
+                await rpc_error(collect(client.send("مرحبا", user_id="u2"))),
             ]
             not_ready = await wait_until(
                 lambda: _is(client.health(READINESS), "NOT_SERVING"), within_s=10)
@@ -101,7 +84,7 @@ async def test_outage_answers_unavailable_and_recovers(
             while time.monotonic() - down_at < outage_s:
                 assert await client.health() == "SERVING"
                 await asyncio.sleep(min(2.0, max(0.0, outage_s - (time.monotonic() - down_at))))
-            late = await _unavailable(client.get_thread(thread_id, user_id="u1"))
+            late = await rpc_error(client.get_thread(thread_id, user_id="u1"))
 
             if how == "restart":
                 await asyncio.to_thread(private_pg.start)
@@ -131,7 +114,7 @@ async def test_outage_answers_unavailable_and_recovers(
         assert err.code() == grpc.StatusCode.UNAVAILABLE, (err.code(), err.details())
         assert "retry" in (err.details() or "")
         assert "not saved" not in (err.details() or "")
-        assert _retry_delay_s(err) == pytest.approx(1.0)
+        assert retry_delay_s(err) == pytest.approx(1.0)
     assert not_ready and live_during == "SERVING"
     assert ready and served
     # The turn taken before the outage is still there, in the user's own words.

@@ -18,19 +18,17 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
 import grpc
 import psycopg
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from service import DiwaniyaClient
 from service.workers import WAITING_PREFIX
 from tests.chaos._poll import wait_until
+from tests.chaos._rpc import retry_delay_s, rpc_error
 from tests.chaos.conftest import PrivatePostgres, ServeProcess, free_port
 
 READINESS = "diwaniya.v1.Conversations"
@@ -46,21 +44,6 @@ def _env(tmp_path: Path, dsn: str) -> dict[str, str]:
             "DIWANIYA_DRAIN_GRACE_S": "2", "DIWANIYA_READINESS_INTERVAL_S": "0.5",
             "DIWANIYA_PG_CONNECT_TIMEOUT_S": "2", "DIWANIYA_PG_MAX_CONNECTIONS": "12",
             "DIWANIYA_MIGRATE_ON_START": "true"}
-
-
-def _retry_delay_s(err: grpc.aio.AioRpcError) -> float | None:
-    status = rpc_status.from_call(err)
-    for detail in status.details if status else []:
-        info = error_details_pb2.RetryInfo()
-        if detail.Unpack(info):
-            return info.retry_delay.ToMilliseconds() / 1000
-    return None
-
-
-async def _failure(call: Awaitable[Any]) -> grpc.aio.AioRpcError:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call
-    return caught.value
 
 
 async def _collect(events: Any) -> list[Any]:
@@ -80,14 +63,14 @@ def _sigterm(proc: ServeProcess) -> int:
 async def _live_not_ready_unavailable(client: DiwaniyaClient) -> None:
     assert await client.health() == "SERVING"
     assert await client.health(READINESS) == "NOT_SERVING"
-    errors = [await _failure(_collect(client.send("السلام عليكم", user_id="u1"))),
-              await _failure(client.get_thread("t-404", user_id="u1")),
-              await _failure(client.list_threads(user_id="u1"))]
+    errors = [await rpc_error(_collect(client.send("السلام عليكم", user_id="u1"))),
+              await rpc_error(client.get_thread("t-404", user_id="u1")),
+              await rpc_error(client.list_threads(user_id="u1"))]
     for err in errors:
         # Not UNKNOWN/INTERNAL, not DEADLINE_EXCEEDED (a hang): UNAVAILABLE, retry.
         assert err.code() == grpc.StatusCode.UNAVAILABLE, (err.code(), err.details())
         assert "retry" in (err.details() or "")
-        assert _retry_delay_s(err) == pytest.approx(1.0)
+        assert retry_delay_s(err) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("workers", [1, 2], ids=["one_process", "workers_2"])

@@ -20,10 +20,10 @@ from diwaniya.errors import LeaseLost
 from majlis.fence import PendingCheckpoint
 from majlis.persistence import open_postgres
 from majlis.threads import ThreadRow, TurnCommit
+from majlis.threads_pg_sql import LOCK_CLASS
 
 TENANT = f"commit-unlocks-{uuid.uuid4().hex[:8]}"
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
-LOCK_CLASS = 0x4457  # majlis.threads_pg._LOCK_CLASS
 
 
 def _free(dsn: str, thread_id: str) -> bool:

@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from majlis import persistence
 from majlis.persistence import open_postgres
+from majlis.pg_pool import session_alive
 from tests.conftest import ADMIN_DSN
 
 
@@ -105,3 +106,16 @@ async def test_a_slow_steady_caller_reuses_one_warm_connection(
         assert len(checks) == before
     finally:
         await db.close()
+
+
+async def test_session_alive_tells_a_terminated_session_without_a_query(own_database: str) -> None:
+    """majlis.pg_pool.session_alive: what a turn's commit asks of its lock connection."""
+    conn = await psycopg.AsyncConnection.connect(own_database, autocommit=True)
+    try:
+        assert session_alive(conn) and session_alive(conn)  # reads nothing, changes nothing
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+            # The second argument makes the call wait until the backend has exited.
+            admin.execute("SELECT pg_terminate_backend(%s, 10000)", (conn.info.backend_pid,))
+        assert not session_alive(conn)  # told without a query (no error raised)
+    finally:
+        await conn.close()

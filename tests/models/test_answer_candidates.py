@@ -9,48 +9,30 @@ the answer), an MSA one the first three; an unmatched verb of the customer's
 from __future__ import annotations
 
 import pytest
+from _kb_answers import doc, kb_reply, responder
 
 import nlp
-from majlis.models import Citation, OfflineResponder, Recalled, ResponderContext
+from majlis.models import ResponderContext
 from majlis.models.answers import MSA_CHUNKS, select_answer, verb_shaped
 from majlis.nodes.recall import PROMPT_DOCUMENTS, RECALL_DOCUMENTS
 from nlp.keys import stop_keys_for
 
-
-def _doc(name: str, title: str, text: str, score: float) -> Recalled:
-    return Recalled(id=f"{name}.md#0", kind="document", title=f"{name} › {title}", text=text,
-                    snippet="", score=score)
-
-
 # Four near-miss chunks ranked above the one that answers (what retrieval does when
 # the customer's words are dialect and the policy's are MSA).
 NEAR = (
-    _doc("account", "الحساب", "يمكنك تغيير كلمة المرور من صفحة الإعدادات. "
-         "يغلق الحساب بعد طلب الإغلاق خلال 14 يوما.", 6.0),
-    _doc("delivery", "التوصيل", "نوصل الطلبات إلى جميع المدن خلال 3 أيام عمل. "
-         "رسوم التوصيل 20 ريالا.", 5.5),
-    _doc("payments", "الدفع", "نقبل الدفع بالبطاقة وعند الاستلام. "
-         "تصدر الفاتورة بعد إتمام الدفع.", 5.0),
-    _doc("returns", "الإرجاع", "يمكن إرجاع المنتج خلال 14 يوما من الاستلام.", 4.5),
+    doc("account", "الحساب", "يمكنك تغيير كلمة المرور من صفحة الإعدادات. "
+        "يغلق الحساب بعد طلب الإغلاق خلال 14 يوما.", 6.0),
+    doc("delivery", "التوصيل", "نوصل الطلبات إلى جميع المدن خلال 3 أيام عمل. "
+        "رسوم التوصيل 20 ريالا.", 5.5),
+    doc("payments", "الدفع", "نقبل الدفع بالبطاقة وعند الاستلام. "
+        "تصدر الفاتورة بعد إتمام الدفع.", 5.0),
+    doc("returns", "الإرجاع", "يمكن إرجاع المنتج خلال 14 يوما من الاستلام.", 4.5),
 )
-LOYALTY = _doc("loyalty", "نقاط الولاء", "يحصل العميل على نقطة عن كل 10 ريالات. "
-               "يمكنك معرفة رصيد نقاطك من صفحة حسابي في التطبيق. "
-               "تنتهي صلاحية النقاط بعد 12 شهرا من كسبها.", 4.0)
+LOYALTY = doc("loyalty", "نقاط الولاء", "يحصل العميل على نقطة عن كل 10 ريالات. "
+              "يمكنك معرفة رصيد نقاطك من صفحة حسابي في التطبيق. "
+              "تنتهي صلاحية النقاط بعد 12 شهرا من كسبها.", 4.0)
 KB = (*NEAR, LOYALTY)
 STOP = stop_keys_for(nlp.search_keys)
-
-
-def _responder() -> OfflineResponder:
-    return OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
-                            dialect_cue=nlp.has_dialect_words)
-
-
-def _reply(text: str, recalled: tuple[Recalled, ...] = KB) -> tuple[str, list[Citation]]:
-    extras: list = []
-    ctx = ResponderContext(user_text=text, region="levantine", is_request=True,
-                           recalled=recalled)
-    out = _responder()._answer(ctx, extras)
-    return out, [e for e in extras if isinstance(e, Citation)]
 
 
 def test_recall_reads_more_chunks_than_the_prompt_and_msa_read() -> None:
@@ -63,7 +45,7 @@ def test_recall_reads_more_chunks_than_the_prompt_and_msa_read() -> None:
     "امتى النقاط بتاعتي تنتهي؟",      # Egyptian: when do my points expire?
 ])
 def test_a_dialect_question_is_answered_from_the_fifth_chunk(question: str) -> None:
-    reply, cited = _reply(question)
+    reply, cited = kb_reply(question, KB, region="levantine")
     assert [c.recalled.id for c in cited] == ["loyalty.md#0"], reply
     assert "نقاط" in cited[0].snippet
     assert "loyalty" not in reply and "›" not in reply  # citations in memory_cited only
@@ -80,7 +62,7 @@ def test_an_msa_question_reads_only_the_first_three_chunks() -> None:
 
 
 def test_the_quantity_answer_keeps_the_policy_wording() -> None:
-    reply, cited = _reply("النقاط بتخلص بعد قديش؟")
+    reply, cited = kb_reply("النقاط بتخلص بعد قديش؟", KB, region="levantine")
     assert "تنتهي صلاحية النقاط بعد 12 شهرا من كسبها." in reply
     assert cited and cited[0].snippet in reply
 
@@ -91,7 +73,7 @@ def test_the_quantity_answer_keeps_the_policy_wording() -> None:
     "شو ماركة التلفزيونات يلي عندكم؟",  # Levantine: TV brands
 ])
 def test_an_unheld_subject_still_abstains(question: str) -> None:
-    reply, cited = _reply(question)
+    reply, cited = kb_reply(question, KB, region="levantine")
     assert cited == [], reply
 
 
@@ -104,13 +86,13 @@ def test_verb_shape(word: str, verb: bool) -> None:
 
 
 REFUNDS = (
-    _doc("refunds", "الاسترجاع والاستبدال", "يحق للعميل استرجاع المنتج خلال 10 أيام من الشراء. "
-         "يعاد المبلغ إلى البطاقة خلال 5 أيام عمل من استلام المرتجع. "
-         "لا يمكن استرجاع المنتجات المخفضة.", 5.0),
-    _doc("helpdesk", "خدمة العملاء", "نرد على الشكاوى المكتوبة خلال يومي عمل. "
-         "المحادثة المباشرة متاحة من 8 صباحا حتى 11 مساء.", 5.0),
-    _doc("login", "الدخول إلى الحساب", "رمز التحقق صالح لمدة 5 دقائق فقط. "
-         "يتم تعليق الحساب بعد 3 محاولات دخول فاشلة، ويمكن فتحه بعد ساعة.", 5.0),
+    doc("refunds", "الاسترجاع والاستبدال", "يحق للعميل استرجاع المنتج خلال 10 أيام من الشراء. "
+        "يعاد المبلغ إلى البطاقة خلال 5 أيام عمل من استلام المرتجع. "
+        "لا يمكن استرجاع المنتجات المخفضة.", 5.0),
+    doc("helpdesk", "خدمة العملاء", "نرد على الشكاوى المكتوبة خلال يومي عمل. "
+        "المحادثة المباشرة متاحة من 8 صباحا حتى 11 مساء.", 5.0),
+    doc("login", "الدخول إلى الحساب", "رمز التحقق صالح لمدة 5 دقائق فقط. "
+        "يتم تعليق الحساب بعد 3 محاولات دخول فاشلة، ويمكن فتحه بعد ساعة.", 5.0),
 )
 
 
@@ -125,11 +107,9 @@ def test_a_typed_answer_needs_less_grounding(question: str) -> None:
     extras: list = []
     ctx = ResponderContext(user_text=question, region="iraqi", is_request=True,
                            recalled=REFUNDS)
-    reply = _responder()._answer(ctx, extras)
+    reply = responder()._answer(ctx, extras)
     assert "يعاد المبلغ إلى البطاقة خلال 5 أيام عمل" in reply
-    strict = OfflineResponder(keys=nlp.search_keys, expand=nlp.dialect_to_msa,
-                              dialect_cue=nlp.has_dialect_words,
-                              dialect_typed_grounding_threshold=0.6)
+    strict = responder(dialect_typed_grounding_threshold=0.6)
     held: list = []
     strict._answer(ctx, held)
     assert held == []  # the 0.6 dialect bar alone refuses it

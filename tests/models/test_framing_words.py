@@ -14,9 +14,9 @@ from __future__ import annotations
 from importlib import resources
 
 import pytest
+from _kb_answers import doc, kb_reply
 
 import nlp
-from majlis.models import Citation, OfflineResponder, Recalled, ResponderContext
 from majlis.models.answers import select_answer
 from majlis.models.concepts import concepts_words, framing_concept, function_words
 from nlp.keys import stop_keys_for
@@ -26,29 +26,19 @@ STOP = stop_keys_for(KEYS)
 REGIONS = ("gulf", "egyptian", "levantine", "maghrebi", "iraqi")
 
 
-def _doc(name: str, title: str, text: str, score: float) -> Recalled:
-    return Recalled(id=f"{name}.md#0", kind="document", title=f"{name} › {title}", text=text,
-                    snippet="", score=score)
+GUESTS = doc("guests", "الضيوف",
+             "يحق للمشترك إحضار ضيف واحد مجانا كل شهر. "
+             "يدفع الضيف الإضافي 30 ريالا عن الزيارة.", 5.0)
+HOURS = doc("hours", "أوقات الصالة",
+            "تفتح الصالة من 6 صباحا حتى 11 مساء. "
+            "مكتب خدمة المشتركين في الطابق الأول.", 3.0)
+CARDS = doc("cards", "بطاقة العضوية",
+            "يمكن إلغاء الاشتراك من التطبيق في أي وقت. "
+            "تجديد بطاقة العضوية التالفة برسوم 25 ريالا.", 4.0)
 
 
-GUESTS = _doc("guests", "الضيوف",
-              "يحق للمشترك إحضار ضيف واحد مجانا كل شهر. "
-              "يدفع الضيف الإضافي 30 ريالا عن الزيارة.", 5.0)
-HOURS = _doc("hours", "أوقات الصالة",
-             "تفتح الصالة من 6 صباحا حتى 11 مساء. "
-             "مكتب خدمة المشتركين في الطابق الأول.", 3.0)
-CARDS = _doc("cards", "بطاقة العضوية",
-             "يمكن إلغاء الاشتراك من التطبيق في أي وقت. "
-             "تجديد بطاقة العضوية التالفة برسوم 25 ريالا.", 4.0)
-
-
-def _reply(text: str, kb: tuple[Recalled, ...] = (GUESTS, HOURS)) -> tuple[str, list[Citation]]:
-    responder = OfflineResponder(keys=KEYS, expand=nlp.dialect_to_msa,
-                                 dialect_cue=nlp.has_dialect_words)
-    extras: list = []
-    ctx = ResponderContext(user_text=text, region="gulf", is_request=True, recalled=kb)
-    out = responder._answer(ctx, extras)
-    return out, [e for e in extras if isinstance(e, Citation)]
+# The knowledge base of most questions below.
+GYM = (GUESTS, HOURS)
 
 
 # -- the data -----------------------------------------------------------------------------
@@ -115,7 +105,7 @@ def test_frame_verbs_are_set_aside_only_beside_a_typed_sentence() -> None:
     ("أين يقع مكتب خدمة المشتركين؟", "الطابق الأول"),
 ])
 def test_a_chunk_lacking_only_framing_words_answers(question: str, fact: str) -> None:
-    reply, cited = _reply(question)
+    reply, cited = kb_reply(question, GYM)
     assert cited, reply
     assert fact in reply
 
@@ -146,7 +136,7 @@ def test_the_second_look_is_what_answers() -> None:
     "كم يستغرق الحصول على بطاقة الضيف؟",
 ])
 def test_a_chunk_lacking_a_named_thing_still_abstains(question: str) -> None:
-    reply, cited = _reply(question)
+    reply, cited = kb_reply(question, GYM)
     assert not cited, reply
 
 
@@ -157,15 +147,15 @@ def test_a_frame_verb_is_kept_when_the_sentence_lacks_the_type() -> None:
                            expand=nlp.dialect_to_msa, dialect_cue=nlp.has_dialect_words)
     assert answer is not None and not answer.typed
     assert answer.without_framing is None
-    reply, cited = _reply("كم يستغرق إلغاء الاشتراك؟", (CARDS, HOURS))
+    reply, cited = kb_reply("كم يستغرق إلغاء الاشتراك؟", (CARDS, HOURS))
     assert not cited, reply
 
 
 # -- a noun in ة with a possessive suffix («بطاقتي») is the noun («البطاقة») ------------------
 
-LIBRARY_CARD = _doc("library", "بطاقة المكتبة",
-                    "تصدر البطاقة البديلة خلال 3 أيام عمل برسوم 10 ريالات. "
-                    "تتجدد الفاتورة الشهرية في أول كل شهر.", 5.0)
+LIBRARY_CARD = doc("library", "بطاقة المكتبة",
+                   "تصدر البطاقة البديلة خلال 3 أيام عمل برسوم 10 ريالات. "
+                   "تتجدد الفاتورة الشهرية في أول كل شهر.", 5.0)
 
 
 @pytest.mark.parametrize("word,noun", [
@@ -184,6 +174,6 @@ def test_a_possessed_noun_is_not_cut_into_another_word() -> None:
 
 def test_an_msa_question_about_my_card_is_answered() -> None:
     # MSA: how long does my replacement card take?  The policy says «البطاقة البديلة».
-    reply, cited = _reply("كم يستغرق إصدار بطاقتي البديلة؟", (LIBRARY_CARD, HOURS))
+    reply, cited = kb_reply("كم يستغرق إصدار بطاقتي البديلة؟", (LIBRARY_CARD, HOURS))
     assert cited, reply
     assert "3 أيام" in reply

@@ -153,6 +153,21 @@ def test_keys_are_kept_hashed_and_plain_keys_warned(caplog: pytest.LogCaptureFix
         ApiKeyAuth({"sha256:abc": "t"})
 
 
+async def test_the_benches_serve_with_a_hashed_key(caplog: pytest.LogCaptureFixture,
+                                                   tmp_path: Path) -> None:
+    """bench/_support_sets.served keys the bench tenant as "sha256:<hex>": none of the
+    plain-text warning above (once per set, 15 a run), and the client's key still works."""
+    from bench._support_sets import TENANT, served, turn
+
+    with caplog.at_level(logging.WARNING, logger="diwaniya.auth"):
+        async with served(tmp_path) as (app, client):
+            reply = await turn(client, "السلام عليكم", user="sec-bench")
+            # The key named the bench tenant: the thread is that tenant's.
+            assert reply.reply and reply.thread_id
+            assert await app.persistence.threads.get(TENANT, reply.thread_id) is not None
+    assert "plain text" not in caplog.text
+
+
 # ---------------------------------------------------------------- TLS
 async def test_tls_with_a_test_ca(run_service, tmp_path: Path) -> None:
     ca = TestCA(tmp_path)
