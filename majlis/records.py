@@ -181,8 +181,8 @@ class Analysis(_Record):
     message_dialect_confidence: float = 0.0
     dialect_weight: float = 0.0
     dialect_thread: dict[str, Any] = field(default_factory=dict)
-    # The thread's marker words put ``dialect`` ahead of the runner-up
-    # (ThreadDialect.backed): without it the reply does not mirror.
+    # No other region has more of the thread's marker words and country than
+    # ``dialect`` (ThreadDialect.backed): without it the reply does not mirror.
     dialect_backed: bool = True
     _foreign: ClassVar[tuple[str, ...]] = ("cues",)
 

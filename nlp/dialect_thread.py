@@ -22,9 +22,10 @@ only through its *regional evidence*:
 The thread keeps the weighted sum of log-directions (Bayesian pooling with
 the weight as exponent) plus the caller's country as a prior, and its
 posterior is the softmax of that. Beside it the thread keeps its marker
-words' own tally: a reply mirrors a region only when that tally (with the
-country) puts it ahead of the runner-up (:attr:`ThreadDialect.backed`), so the
-identifier's tweet-trained read of the other words cannot carry a mirror alone:
+words' own tally: a reply mirrors a region only when no other region has more
+of it (the country counting as one lean word, :attr:`ThreadDialect.backed`),
+so the identifier's tweet-trained read of the other words breaks ties between
+regions the marker words cannot tell apart but never overrules them:
 
     >>> from nlp import load_dialect_identifier
     >>> ident = load_dialect_identifier()
@@ -137,7 +138,7 @@ COUNTRY_LOGIT = 0.9
 COUNTRY_MARKER = 1.0
 # Direction probabilities are floored so one message cannot veto a region.
 _FLOOR = 1e-3
-# Marker evidence within this of the runner-up's is a tie: no region is backed.
+# Marker evidence within this of another region's is a tie (rounding of the checkpoint).
 _TIE = 1e-6
 
 
@@ -332,17 +333,17 @@ class ThreadDialect:
 
     @property
     def backed(self) -> bool:
-        """True when the thread's own marker words (and the country) put :attr:`region`
-        strictly ahead of every other region.
+        """True when no other region has more marker evidence than :attr:`region`,
+        the country counting as one lean word.
 
         The posterior also holds the identifier's read of the other words, and
         that read is tweet-trained: «كود الخصم وين أكتبه بالضبط؟» from Iraq is
         gulf 0.82, on the one marker «وين» that Gulf, Iraq and the Levant all
-        say. A reply mirrors a region only when words of that region, not said
-        as much by the runner-up, are in the thread: «وين» (or «شنو», «بغيت»)
-        alone backs no region over another that says it too, and the country
-        breaks such a tie. A checkpoint without marker evidence is backed
-        (the posterior alone decided, as before).
+        say. The identifier may choose between regions the marker words cannot
+        tell apart (it knows «تردون»، «ناخد» that no row lists), but it may not
+        overrule them and the country: «وين» ties Gulf and Iraq, Iraq's country
+        puts Iraq ahead, so the Gulf read is not mirrored. A checkpoint without
+        marker evidence is backed (the posterior alone decided, as before).
 
         >>> from nlp import load_dialect_identifier
         >>> ident = load_dialect_identifier()
@@ -359,7 +360,7 @@ class ThreadDialect:
         lead = {r: self.marker_evidence.get(r, 0.0) + (COUNTRY_MARKER if r == self.prior else 0.0)
                 for r in DIALECTS}
         mine = lead.pop(self.region)
-        return mine > max(lead.values()) + _TIE
+        return mine >= max(lead.values()) - _TIE
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form for the checkpoint (the prior is re-applied every turn)."""

@@ -90,9 +90,9 @@ def choose_register(
     the tenant's ``policy``); it wins over the policy. "dialect" mirrors the
     thread's dialect whatever its confidence, or speaks neutral while the thread
     has none; the default mirrors only at ``threshold`` or above and when the
-    region is ``backed`` (:attr:`nlp.dialect_thread.ThreadDialect.backed`: the
-    thread's marker words put it ahead of the runner-up, not the identifier's
-    read of words every region says).
+    region is ``backed`` (:attr:`nlp.dialect_thread.ThreadDialect.backed`: no
+    other region has more of the thread's marker words and country — the
+    identifier's read of words every region says does not overrule them).
 
     >>> choose_register(requested="", policy="mirror", region="gulf", confidence=0.8)
     ('dialect', 'gulf')

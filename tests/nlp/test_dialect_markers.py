@@ -1,8 +1,9 @@
 """The regional evidence lexicon (nlp/data/dialect_markers.tsv) and the backing of a mirror.
 
 A word several regions say counts for each of them; a reply mirrors a region
-only when the thread's marker words (and the country) put it ahead of the
-runner-up, never on the identifier's read of words every region says.
+only when no other region has more of the thread's marker words (the country
+counting as one lean word): the identifier's read of words every region says
+may break a tie, never overrule them.
 """
 
 from __future__ import annotations
@@ -106,3 +107,11 @@ def test_marker_evidence_survives_the_checkpoint_and_old_checkpoints_stay_backed
     fresh = ThreadDialect.from_dict({"log_evidence": dict.fromkeys(DIALECTS, 0.0), "weight": 0})
     assert fresh.marker_evidence == dict.fromkeys(DIALECTS, 0.0)
     assert not fresh.backed  # no evidence and no country: nothing to mirror
+
+
+def test_without_a_country_the_identifier_breaks_a_tie_of_shared_words() -> None:
+    # «ليش» is Gulf, Iraqi and Levantine; «تردون» (the Gulf plural) no row lists.
+    thread = ThreadDialect().observe(
+        message_evidence(IDENT, "ليش ما تردون على الاتصال؟", shared=SHARED))
+    assert thread.region == "gulf" and thread.backed
+    assert not thread.with_prior("levantine").backed  # a Levantine caller: not overruled
