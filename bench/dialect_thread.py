@@ -80,10 +80,11 @@ def run(rows: list[tuple[str, str]]) -> dict[str, Any]:
             state = ThreadDialect().with_prior(prior)
             for m in msgs:
                 state = state.observe(message_evidence(model, m))
-            finals.append((state.region, state.confidence, gold))
+            finals.append((state.region, state.confidence, state.backed, gold))
         per_t = {}
         for t in THRESHOLDS:
-            mirrored = [(r, g) for r, c, g in finals if r != "msa" and c >= t]
+            # As majlis.culture.choose_register: confident and backed by marker words.
+            mirrored = [(r, g) for r, c, b, g in finals if r != "msa" and c >= t and b]
             right = sum(1 for r, g in mirrored if r == g)
             dialect_rows = sum(1 for *_, g in finals if g != "msa")
             per_t[str(t)] = {

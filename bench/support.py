@@ -17,6 +17,8 @@ Metrics:
   equals the question's region.  Arabizi rows are labelled with the dialect
   they are written in; MSA rows agree when the reply is not mirrored into a
   regional dialect (``reply_register`` msa or neutral).
+* ``mirrored``: dialect questions (not MSA) whose reply mirrored their own
+  region; the rest got the neutral voice (never foreign, but not theirs).
 * ``reply_foreign``: replies mirrored (``reply_register == "dialect"``) into a
   dialect other than the question's region (must be 0).
 * ``abstention``: unanswerable questions whose reply quotes no document.
@@ -93,7 +95,7 @@ async def _recall_at_1(docs: list[Path], questions: list[Question], tmp: Path,
         await store.close()
 
 
-async def run(folder: Path, show: bool) -> dict[str, Any]:
+async def run(folder: Path, show: bool, show_switches: bool = False) -> dict[str, Any]:
     support_set = load(folder)
     docs, questions = support_set.docs, support_set.questions
     unanswerable, threads = support_set.unanswerable, support_set.threads
@@ -103,7 +105,8 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
         answered: Counter[str] = Counter()
         agreed: Counter[str] = Counter()
         misses: list[str] = []
-        leaks = abstained = switches = foreign_switches = reply_foreign = 0
+        leaks = abstained = switches = foreign_switches = reply_foreign = mirrored = 0
+        voices: dict[str, list[str]] = {}  # thread name → the voice of each reply
         quoted_chars: list[int] = []  # length of every reply that quotes a document
         async with served(tmp) as (app, client):
             started = time.perf_counter()
@@ -119,6 +122,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
                 agreed[label] += (t.voice in NEUTRAL if q.region == "msa"
                                   else t.dialect == q.region)
                 reply_foreign += foreign(t.voice, q.region)
+                mirrored += q.region != "msa" and t.voice == q.region
                 if foreign(t.voice, q.region):
                     misses.append(f"foreign voice {t.voice}\t{label}\t{q.text}")
                 leaks += bool(_LEAK.search(reply))
@@ -144,6 +148,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
                 thread_ids[row.name] = t.thread_id
                 switches += row.name in last_voice and t.voice != last_voice[row.name]
                 last_voice[row.name] = t.voice
+                voices.setdefault(f"{row.name} ({row.region})", []).append(t.voice)
                 foreign_switches += foreign(t.voice, row.region)
                 if foreign(t.voice, row.region):
                     misses.append(f"thread {row.name} {row.region}\t{row.text}\t→ {t.voice}")
@@ -154,6 +159,9 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
         without_bridge = await _recall_at_1(docs, questions, tmp, bridge=False)
     if show:
         print("\n".join(misses), file=sys.stderr)
+    if show_switches:
+        for name, seq in voices.items():
+            print(f"voices {name}: {' → '.join(seq)}", file=sys.stderr)
     n = len(questions)
     return {
         "set": folder.name,
@@ -161,6 +169,7 @@ async def run(folder: Path, show: bool) -> dict[str, Any]:
         "questions": n,
         "answer_rate": round(sum(answered.values()) / n, 4),
         "dialect_agreement": round(sum(agreed.values()) / n, 4),
+        "mirrored": round(mirrored / max(sum(q.region != "msa" for q in questions), 1), 4),
         "unanswerable": len(unanswerable),
         "abstention": round(abstained / max(len(unanswerable), 1), 4),
         "leaks": leaks,
@@ -185,8 +194,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--show-misses", action="store_true",
                         help="print every missed question to stderr (dev tuning)")
+    parser.add_argument("--show-switches", action="store_true",
+                        help="print each thread's reply voices to stderr")
     args = parser.parse_args()
-    result = asyncio.run(run(args.data / args.set, args.show_misses))
+    result = asyncio.run(run(args.data / args.set, args.show_misses, args.show_switches))
     print(f"{'metric':<26}{'value':>10}")
     for key, value in result.items():
         if key != "by_region":

@@ -181,6 +181,9 @@ class Analysis(_Record):
     message_dialect_confidence: float = 0.0
     dialect_weight: float = 0.0
     dialect_thread: dict[str, Any] = field(default_factory=dict)
+    # No other region has more of the thread's marker words and country than
+    # ``dialect`` (ThreadDialect.backed): without it the reply does not mirror.
+    dialect_backed: bool = True
     _foreign: ClassVar[tuple[str, ...]] = ("cues",)
 
     def __post_init__(self) -> None:

@@ -61,6 +61,8 @@ class ThreadState(TypedDict, total=False):
     cycle: int
     dialect: str
     dialect_confidence: float
+    # ThreadDialect.backed of the last turn (absent in older checkpoints: backed).
+    dialect_backed: bool
     # The thread's accumulated regional evidence (nlp.dialect_thread.ThreadDialect.to_dict()).
     dialect_thread: dict[str, Any]
     # Legacy (per-message reads pooled by an earlier version): read by nothing.

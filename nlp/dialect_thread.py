@@ -10,6 +10,9 @@ only through its *regional evidence*:
   the support vocabulary (طلب، رقم، الحساب …) and marker words that are also
   MSA or pan-dialectal (أريد، يعني، اللي …); the caller can add more (the
   greeting table's shared phrases);
+* a marker word (``nlp/data/dialect_markers.tsv``) counts for every region
+  that says it: «بغيت» for the Maghreb and the Gulf, «وين» for the Gulf, Iraq
+  and the Levant — never for one of them only;
 * what is left is read by the identifier for the *direction* (which region);
 * its *weight* in [0, 1] grows with the regional marker words it holds and,
   slowly, with its other words (length-tempered), times the share the
@@ -18,14 +21,18 @@ only through its *regional evidence*:
 
 The thread keeps the weighted sum of log-directions (Bayesian pooling with
 the weight as exponent) plus the caller's country as a prior, and its
-posterior is the softmax of that:
+posterior is the softmax of that. Beside it the thread keeps its marker
+words' own tally: a reply mirrors a region only when no other region has more
+of it (the country counting as one lean word, :attr:`ThreadDialect.backed`),
+so the identifier's tweet-trained read of the other words breaks ties between
+regions the marker words cannot tell apart but never overrules them:
 
     >>> from nlp import load_dialect_identifier
     >>> ident = load_dialect_identifier()
     >>> t = ThreadDialect().observe(message_evidence(ident, "ابي اعرف وين وصل طلبي"))
     >>> t = t.observe(message_evidence(ident, "السلام عليكم"))   # no evidence: no move
-    >>> t.region, t.confidence > 0.8
-    ('gulf', True)
+    >>> t.region, t.confidence > 0.8, t.backed   # ابي: a Gulf word
+    ('gulf', True, True)
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from nlp.dialect import (
@@ -54,58 +62,63 @@ __all__ = [
 # The five regional dialects (REGIONS without "msa").
 DIALECTS: tuple[str, ...] = tuple(r for r in REGIONS if r != "msa")
 
-# Words every dialect (and MSA) says, written naturally and folded at import.
-_SHARED_TEXT = (
-    # greetings and courtesies common to all regions
-    "السلام عليكم ورحمة الله وبركاته سلام مرحبا مرحبه اهلا وسهلا هلا يا صباح مساء الخير "
-    "النور شكرا جزيلا مشكور مشكورين العفو عفوا الحمد لله بخير تمام طيب اوكي نعم لا "
-    "رمضان كريم عيد مبارك كل عام وانتم بخير جمعة مباركة ان شاء الله ماشاء "
-    # the support vocabulary: nouns of the trade, not of a region
-    "عندي طلب الطلب طلبية رقم الرقم حساب الحساب فاتورة الفاتورة باقة الباقة التطبيق "
-    "الموقع المنتج الشحنة شحنة التوصيل الدفع البطاقة مشكلة المشكلة الموظف خدمة "
-    "العملاء الاشتراك كلمة السر الجوال الرصيد الفرع اليوم امس بكرة "
-    # classifier markers that are also MSA or heard in every region
-    "اريد مال حق عيني كذا يعني اللي خلاص يالله عاد شي حاجه حاجة ما في من على الى"
-)
 # Conjunction/preposition/article prefixes and possessive suffixes stripped
 # when looking a word up ("بالطلب", "حسابي", "وشكرا").
 _PREFIXES = ("وبال", "وال", "بال", "فال", "لل", "ال", "و", "ف", "ب", "ل")
 _SUFFIXES = ("كم", "نا", "ي", "ك", "ه")
 
-# Words one region says and the others do not (or far less; لحد "until" is
-# Egyptian, Levantine says لـ/لحتى), written
-# naturally and folded at import, from knowledge of the dialects (not read off
-# an evaluation set). The tweet-trained identifier underweights several of
-# them: «اذا طلبت الدوا هسه يوصلني نفس اليوم؟» reads gulf 0.69 / iraqi 0.11
-# though هسه ("now") is Iraqi. Each one adds STRONG_LOGIT to its region in the
-# message's direction. Arabizi rows are listed as nlp.arabizi transliterates
-# them (a2dar → اءدر, emta → امتا, delwa2ty → دلوءتي).
-_STRONG_TEXT: Mapping[str, str] = {
-    "iraqi": "هسة هسه شكد شگد ماكو اكو هواية هوايه يمعود شوكت مالتي مالتك مالته "
-             "مالتنا مالتكم اغاتي اكدر ماكدر وياي وياك وياكم لعد انطيني انطوني گاع چان "
-             "هيچ هيج شديسوي ديروح",
-    "gulf": "وايد ابغى ابغي ابغا الحين هالحين شفيك شفيه جذي وش مب تبي يبي ابيه عطوني",
-    "egyptian": "ازاي ازيك عايز عاوز عايزة عاوزة عايزين عاوزين عايزا كده دلوقتي دلوقت "
-                "دلوءتي بتاع بتاعي بتاعتي بتاعك بتاعة امبارح مفيش علشان اوي لحد",
-    "levantine": "هلق هلء بدي بدك بدنا بدهم هيك منيح قديش هيدا هيدي عنجد مصاري المصاري "
-                 "منشان مشان تبعي تبعك وينو",
-    "maghrebi": "بزاف دابا كيفاش علاش ديال ديالي ديالك ديالو برشا بغيت بغينا والو عافاك "
-                "كيداير غادي راني بصح جوج",
-}
-# Words a region says most but a neighbour says too (Egyptian and Levantine
-# both drop ق to a hamza and ask «امتى»): LEAN_LOGIT towards the first.
-_LEAN_TEXT: Mapping[str, str] = {
-    "egyptian": "امتى امتا اءدر نءدر ايه",
-    "iraqi": "شلون",
-    # the progressive «ما عم يفتح» (عم is also "uncle")
-    "levantine": "عم",
-}
+# A word one region says and the others hardly do adds STRONG_LOGIT to that
+# region in the message's direction; a word a region says, but not it alone
+# («وين»: Gulf, Iraq, the Levant), LEAN_LOGIT to each region that says it.
+# The tweet-trained identifier underweights several of them: «اذا طلبت الدوا
+# هسه يوصلني نفس اليوم؟» reads gulf 0.69 / iraqi 0.11 though هسه ("now") is Iraqi.
 # Iraqi spelling: چ (U+0686) for the affricate of ك and گ (U+06AF) for the g of
-# ق. Gulf users type them too (چذي), so a word holding one that no list
-# claims leans Iraqi only by LETTER_LOGIT, less than a listed word.
+# ق. Gulf users type them too (چذي), so a word holding one that no row lists
+# leans Iraqi only by LETTER_LOGIT.
 _IRAQI_LETTERS = frozenset("\u0686\u06af")
 STRONG_LOGIT = 2.5
 LEAN_LOGIT = LETTER_LOGIT = 1.0
+_STRENGTH = {"": STRONG_LOGIT, "lean": LEAN_LOGIT}
+
+
+def parse_markers(text: str) -> tuple[frozenset[str], dict[str, dict[str, float]]]:
+    r"""(shared words, word → {region: logit}) from the lexicon's lines.
+
+    >>> shared, markers = parse_markers("هلا\tshared\nوين\tlevantine:lean,gulf:lean\n")
+    >>> sorted(shared), markers["وين"]
+    (['هلا'], {'levantine': 1.0, 'gulf': 1.0})
+    """
+    shared: set[str] = set()
+    markers: dict[str, dict[str, float]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        words = _fold_words(fields[0])
+        if len(fields) != 2 or len(words) != 1:
+            raise ValueError(f"dialect_markers.tsv:{number}: expected 'word<TAB>regions'")
+        word, where = words[0], fields[1].strip()
+        if word in shared or word in markers:
+            raise ValueError(f"dialect_markers.tsv:{number}: {word} is listed twice")
+        if where == "shared":
+            shared.add(word)
+            continue
+        regions: dict[str, float] = {}
+        for item in where.split(","):
+            region, _, strength = item.strip().partition(":")
+            if region not in DIALECTS or strength not in _STRENGTH:
+                raise ValueError(f"dialect_markers.tsv:{number}: unknown region {item!r}")
+            regions[region] = _STRENGTH[strength]
+        markers[word] = regions
+    return frozenset(shared), markers
+
+
+def _fold_words(text: str) -> list[str]:
+    return dialect_words(text)
+
+
+_SHARED, _MARKERS = parse_markers(
+    resources.files("nlp").joinpath("data/dialect_markers.tsv").read_text("utf-8"))
 
 # A regional marker word is strong evidence; any other word is weak evidence
 # (a long message read by its n-grams is some evidence, one word is not).
@@ -119,45 +132,41 @@ DECAY = 0.85
 # thread below the mirroring threshold (e^0.9 / (e^0.9 + 4) = 0.38), with one
 # clear message of its region it passes it.
 COUNTRY_LOGIT = 0.9
+# In the marker evidence that backs a mirror (ThreadDialect.backed) the country
+# counts as one lean word: a word said there and elsewhere too (weighted by its
+# message's weight, at most 1) never outweighs it, a strong word or two leans do.
+COUNTRY_MARKER = 1.0
 # Direction probabilities are floored so one message cannot veto a region.
 _FLOOR = 1e-3
+# Marker evidence within this of another region's is a tie (rounding of the checkpoint).
+_TIE = 1e-6
 
 
-def _fold_words(text: str) -> list[str]:
-    return dialect_words(text)
 
 
-_SHARED: frozenset[str] = frozenset(_fold_words(_SHARED_TEXT))
-_STRONG: dict[str, tuple[str, float]] = {
-    w: (region, logit)
-    for table, logit in ((_LEAN_TEXT, LEAN_LOGIT), (_STRONG_TEXT, STRONG_LOGIT))
-    for region, text in table.items() for w in _fold_words(text)
-}
+def _regional_marker(word: str) -> Mapping[str, float]:
+    """{region: direction logit} a folded word signals; {} for none.
 
+    A listed word gives each region it names STRONG_LOGIT or LEAN_LOGIT; an
+    unlisted classifier marker of a dialect 0.0 (it counts for the gate, the
+    identifier already weighs it); an unlisted word with چ/گ LETTER_LOGIT
+    towards Iraqi. MSA markers signal none.
 
-def _regional_marker(word: str) -> tuple[str | None, float]:
-    """(region, direction logit) a folded word signals; (None, 0.0) for none.
-
-    A listed strong word gives STRONG_LOGIT (a leaning one LEAN_LOGIT), a
-    classifier marker of a dialect 0.0 (it counts for the gate, the identifier
-    already weighs it), an unlisted word with چ/گ LETTER_LOGIT towards Iraqi.
-    MSA markers signal none.
-
-    >>> _regional_marker("هسه"), _regional_marker("وين"), _regional_marker("هل")
-    (('iraqi', 2.5), ('levantine', 0.0), (None, 0.0))
+    >>> _regional_marker("هسه"), _regional_marker("بغيت"), _regional_marker("هل")
+    ({'iraqi': 2.5, 'levantine': 1.0}, {'maghrebi': 1.0, 'gulf': 1.0}, {})
     """
-    strong = _STRONG.get(word)
+    listed = _MARKERS.get(word)
     # Not behind ف: «فوايد» (benefits) is no وايد.
-    if strong is None and len(word) > 2 and word[0] in "ولب":
-        strong = _STRONG.get(word[1:])  # «لهسه» until now, «وهلق»
-    if strong is not None:
-        return strong
+    if listed is None and len(word) > 2 and word[0] in "ولب":
+        listed = _MARKERS.get(word[1:])  # «لهسه» until now, «وهلق»
+    if listed is not None:
+        return listed
     marker = _marker_of(word)
     if marker is not None and marker != "msa":
-        return marker, 0.0
+        return {marker: 0.0}
     if _IRAQI_LETTERS.intersection(word):
-        return "iraqi", LETTER_LOGIT
-    return None, 0.0
+        return {"iraqi": LETTER_LOGIT}
+    return {}
 
 
 def shared_words(phrases: Iterable[str]) -> frozenset[str]:
@@ -201,6 +210,9 @@ class Evidence:
     weight: float
     markers: int = 0
     words: int = 0
+    # Per region, the logits its marker words gave it (a word several regions
+    # say gives each of them its share): what a mirror must be backed by.
+    marker_logits: Mapping[str, float] = field(default_factory=dict)
 
 
 _NONE = Evidence(message=None, direction=dict.fromkeys(DIALECTS, 1 / len(DIALECTS)), weight=0.0)
@@ -223,7 +235,7 @@ def message_evidence(
     if not regional:
         return _NONE
     read = identifier.identify(" ".join(regional))
-    signals = [s for s in map(_regional_marker, regional) if s[0] is not None]
+    signals = [s for s in map(_regional_marker, regional) if s]
     markers = len(signals)
     mass = sum(float(read.scores.get(r, 0.0)) for r in DIALECTS) or 1.0
     if not markers:
@@ -237,14 +249,19 @@ def message_evidence(
     dialect_share = 1.0 - float(read.scores.get("msa", 0.0))
     weight = round(min(1.0, raw) * dialect_share, 4)
     logits = {r: math.log(max(float(read.scores.get(r, 0.0)) / mass, _FLOOR)) for r in DIALECTS}
-    for region, logit in signals:
-        logits[str(region)] += logit
+    marker_logits = dict.fromkeys(DIALECTS, 0.0)
+    for signal in signals:
+        for region, logit in signal.items():
+            logits[region] += logit
+            # An unlisted classifier marker (logit 0: the identifier weighs it)
+            # still backs its region as a lean.
+            marker_logits[region] += logit or LEAN_LOGIT
     top = max(logits.values())
     exp = {r: math.exp(v - top) for r, v in logits.items()}
     total = sum(exp.values())
     direction = {r: v / total for r, v in exp.items()}
     return Evidence(message=read, direction=direction, weight=weight, markers=markers,
-                    words=len(regional))
+                    words=len(regional), marker_logits=marker_logits)
 
 
 @dataclass(frozen=True)
@@ -252,17 +269,21 @@ class ThreadDialect:
     """The accumulated state: log-evidence per dialect, its total weight, the prior.
 
     ``region`` is "msa" while the thread has shown no regional evidence and
-    has no country prior (nothing to mirror).
+    has no country prior (nothing to mirror). ``marker_evidence`` is the
+    decayed sum of the marker logits of its messages (None: a checkpoint
+    written before it was kept, see :attr:`backed`).
     """
 
     log_evidence: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(DIALECTS, 0.0))
     weight: float = 0.0
     prior: str | None = None
+    marker_evidence: Mapping[str, float] | None = field(
+        default_factory=lambda: dict.fromkeys(DIALECTS, 0.0))
 
     def with_prior(self, region: str | None) -> ThreadDialect:
         """The same evidence under the caller's country region (None: no prior)."""
         region = region if region in DIALECTS else None
-        return ThreadDialect(self.log_evidence, self.weight, region)
+        return ThreadDialect(self.log_evidence, self.weight, region, self.marker_evidence)
 
     def observe(self, evidence: Evidence) -> ThreadDialect:
         """Add one message; a message of weight 0 leaves the thread as it was."""
@@ -275,12 +296,18 @@ class ThreadDialect:
             + w * math.log(max(evidence.direction.get(r, 0.0), _FLOOR))
             for r in DIALECTS
         }
-        return ThreadDialect(log_evidence, keep * self.weight + w, self.prior)
+        markers = None if self.marker_evidence is None else {
+            r: keep * self.marker_evidence.get(r, 0.0) + w * evidence.marker_logits.get(r, 0.0)
+            for r in DIALECTS
+        }
+        return ThreadDialect(log_evidence, keep * self.weight + w, self.prior, markers)
+
+    def _prior_logit(self, region: str) -> float:
+        return COUNTRY_LOGIT if region == self.prior else 0.0
 
     def posterior(self) -> dict[str, float]:
         """Probabilities over :data:`DIALECTS` (flat without evidence or prior)."""
-        z = [self.log_evidence.get(r, 0.0) + (COUNTRY_LOGIT if r == self.prior else 0.0)
-             for r in DIALECTS]
+        z = [self.log_evidence.get(r, 0.0) + self._prior_logit(r) for r in DIALECTS]
         top = max(z)
         e = [math.exp(v - top) for v in z]
         total = sum(e)
@@ -304,14 +331,54 @@ class ThreadDialect:
             return 0.0
         return max(self.posterior().values())
 
+    @property
+    def backed(self) -> bool:
+        """True when no other region has more marker evidence than :attr:`region`,
+        the country counting as one lean word.
+
+        The posterior also holds the identifier's read of the other words, and
+        that read is tweet-trained: «كود الخصم وين أكتبه بالضبط؟» from Iraq is
+        gulf 0.82, on the one marker «وين» that Gulf, Iraq and the Levant all
+        say. The identifier may choose between regions the marker words cannot
+        tell apart (it knows «تردون»، «ناخد» that no row lists), but it may not
+        overrule them and the country: «وين» ties Gulf and Iraq, Iraq's country
+        puts Iraq ahead, so the Gulf read is not mirrored. A checkpoint without
+        marker evidence is backed (the posterior alone decided, as before).
+
+        >>> from nlp import load_dialect_identifier
+        >>> ident = load_dialect_identifier()
+        >>> t = ThreadDialect().with_prior("iraqi")
+        >>> t.observe(message_evidence(ident, "كود الخصم وين أكتبه بالضبط؟")).backed
+        False
+        >>> t.observe(message_evidence(ident, "شكد سعر التوصيل هسه؟")).backed
+        True
+        """
+        if self.marker_evidence is None:
+            return True
+        if not self.has_evidence:
+            return False
+        lead = {r: self.marker_evidence.get(r, 0.0) + (COUNTRY_MARKER if r == self.prior else 0.0)
+                for r in DIALECTS}
+        mine = lead.pop(self.region)
+        return mine >= max(lead.values()) - _TIE
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form for the checkpoint (the prior is re-applied every turn)."""
-        return {"log_evidence": {r: round(v, 6) for r, v in self.log_evidence.items()},
-                "weight": round(self.weight, 6)}
+        data: dict[str, Any] = {
+            "log_evidence": {r: round(v, 6) for r, v in self.log_evidence.items()},
+            "weight": round(self.weight, 6)}
+        if self.marker_evidence is not None:
+            data["marker_evidence"] = {r: round(v, 6) for r, v in self.marker_evidence.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> ThreadDialect:
         if not data:
             return cls()
         raw = data.get("log_evidence") or {}
-        return cls({r: float(raw.get(r, 0.0)) for r in DIALECTS}, float(data.get("weight", 0.0)))
+        markers = data.get("marker_evidence")
+        weight = float(data.get("weight", 0.0))
+        if markers is None and weight <= 0:
+            markers = {}  # nothing observed yet: nothing to keep from before
+        kept = None if markers is None else {r: float(markers.get(r, 0.0)) for r in DIALECTS}
+        return cls({r: float(raw.get(r, 0.0)) for r in DIALECTS}, weight, None, kept)

@@ -82,14 +82,17 @@ _REGION_NAMES = {
 
 def choose_register(
     *, requested: str, policy: str, region: str, confidence: float,
-    threshold: float = MIRROR_THRESHOLD,
+    threshold: float = MIRROR_THRESHOLD, backed: bool = True,
 ) -> tuple[ReplyRegister, str]:
     """The reply's register and voice (a dialect region, "msa" or "neutral").
 
     ``requested`` is the caller's per-message choice ("msa", "dialect" or "" for
     the tenant's ``policy``); it wins over the policy. "dialect" mirrors the
     thread's dialect whatever its confidence, or speaks neutral while the thread
-    has none; the default mirrors only at ``threshold`` or above.
+    has none; the default mirrors only at ``threshold`` or above and when the
+    region is ``backed`` (:attr:`nlp.dialect_thread.ThreadDialect.backed`: no
+    other region has more of the thread's marker words and country — the
+    identifier's read of words every region says does not overrule them).
 
     >>> choose_register(requested="", policy="mirror", region="gulf", confidence=0.8)
     ('dialect', 'gulf')
@@ -97,11 +100,14 @@ def choose_register(
     ('neutral', 'neutral')
     >>> choose_register(requested="msa", policy="mirror", region="egyptian", confidence=0.99)
     ('msa', 'msa')
+    >>> choose_register(requested="", policy="mirror", region="gulf", confidence=0.82,
+    ...                 backed=False)
+    ('neutral', 'neutral')
     """
     dialect = region in REGIONS and region != "msa"
     if requested == "msa" or (not requested and policy == "msa"):
         return "msa", "msa"
-    if dialect and (requested == "dialect" or confidence >= threshold):
+    if dialect and (requested == "dialect" or (confidence >= threshold and backed)):
         return "dialect", region
     return "neutral", NEUTRAL
 

@@ -57,6 +57,7 @@ class Analyse:
             script=str(nlp.detect_script(text)),
             dialect=seen.region,
             dialect_confidence=round(float(seen.confidence), 4),
+            dialect_backed=seen.backed,
             cues=culture.read_cues(text),
             # "" when the message carries no regional evidence (a shared
             # greeting, a number, an order id).

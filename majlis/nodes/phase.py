@@ -50,7 +50,8 @@ class PhaseNode:
         # caller asked for dialect); REGISTER_MSA always speaks MSA.
         reply_register, voice = culture.choose_register(
             requested=inp.register, policy=tenant.profile.register_policy,
-            region=analysis.dialect, confidence=analysis.dialect_confidence)
+            region=analysis.dialect, confidence=analysis.dialect_confidence,
+            backed=analysis.dialect_backed)
         gender = cues.self_gender or state.get("gender")
         first_contact = not state.get("messages") or step.new_cycle
         tone = culture.compute_tone(

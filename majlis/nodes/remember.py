@@ -69,6 +69,7 @@ class Remember:
             "formality": setting.formality,
             "dialect": analysis.dialect,
             "dialect_confidence": analysis.dialect_confidence,
+            "dialect_backed": analysis.dialect_backed,
             "dialect_thread": analysis.dialect_thread,
             "pending_approvals": reply.held,
             "outcome": completed_turn(

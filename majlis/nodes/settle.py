@@ -28,7 +28,8 @@ def approval_voice(state: ThreadState) -> str:
     confident enough to mirror (as in a normal turn), else neutral."""
     region = str(state.get("dialect") or "msa")
     _, voice = culture.choose_register(requested="", policy="mirror", region=region,
-                                       confidence=float(state.get("dialect_confidence") or 0.0))
+                                       confidence=float(state.get("dialect_confidence") or 0.0),
+                                       backed=bool(state.get("dialect_backed", True)))
     return voice
 
 

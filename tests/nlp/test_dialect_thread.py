@@ -110,6 +110,9 @@ def test_approval_turns_mirror_only_a_confident_thread() -> None:
     assert approval_voice({"dialect": "gulf", "dialect_confidence": 0.3}) == "neutral"
     assert approval_voice({"dialect": "gulf", "dialect_confidence": 0.9}) == "gulf"
     assert approval_voice({}) == "neutral"
+    # Confident on the identifier's read, but no marker word backs it: neutral too.
+    assert approval_voice({"dialect": "gulf", "dialect_confidence": 0.9,
+                           "dialect_backed": False}) == "neutral"
 
 
 # MSA support questions the tweet-trained identifier reads as a dialect (gulf

@@ -232,3 +232,45 @@ async def test_an_iraqi_thread_keeps_its_voice_on_plain_follow_ups(run_service) 
     assert completed[-1].reply_register == "dialect", voices
     for c in completed:
         assert not foreign(c.text, "iraqi"), c.text
+
+
+# Threads whose first regional message old code mirrored into another region,
+# one per cause (country as the caller sends it; the later turn is unmistakable):
+STEADY = {
+    # a marker two regions say, counted for one: Gulf «بغيت» (I wanted) read Moroccan
+    "shared-gulf": ("SA", "gulf", "هلا", "بغيت أعرف متى يوصل الطلب", "ابي الغي الطلب"),
+    # Egyptian «كتير» read Levantine
+    "shared-egyptian": ("EG", "egyptian", "أهلا", "في خصم لو طلبت كتير؟",
+                        "عايز اعرف الطلب بتاعي فين"),
+    # only words the Gulf, Iraq and the Levant all say («وين»، «ودّي»): the
+    # identifier's tweet-trained read of the rest (gulf 0.9) carried a Gulf mirror
+    "weak-levantine": ("LB", "levantine", "مرحبا", "وين لازم ودّي الشاشة؟",
+                       "بدي اعرف قديش بتكلف"),
+    # Arabizi: «emta» is Levantine as much as Egyptian
+    "arabizi-levantine": ("LB", "levantine", "مرحبا", "emta byfta7 el far3?",
+                          "baddi a3ref wen el talab"),
+    # Arabizi: the French «de» of a Moroccan message transliterates to Egyptian «دي»
+    "arabizi-maghrebi": ("MA", "maghrebi", "salam", "ch7al taman de l'abonnement?",
+                         "bghit n3ref fin wsal"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STEADY))
+async def test_no_mirror_into_another_region_on_shared_or_weak_evidence(
+        run_service, case: str) -> None:
+    country, region, *turns = STEADY[case]
+    completed = []
+    async with run_service() as svc:
+        thread_id = ""
+        for i, text in enumerate(turns):
+            events = await collect(svc.client.send(
+                text, user_id="u1", thread_id=thread_id, country=country,
+                client_time=MORNING + timedelta(minutes=i)))
+            thread_id = events[-1].thread_id
+            completed.append(done(events))
+    voices = [(c.dialect, c.reply_register) for c in completed]
+    for c in completed:
+        assert c.reply_register != "dialect" or c.dialect == region, voices
+        assert not foreign(c.text, region), (c.text, voices)
+    # Not silenced either: once its own words come, the thread mirrors its region.
+    assert voices[-1] == (region, "dialect"), voices
