@@ -16,6 +16,7 @@ self-description, "f" a feminine one.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ import pytest_asyncio
 
 from diwaniya.v1 import conversations_pb2 as pb
 from service import DiwaniyaClient, Settings
+from tests.conftest import fresh_database
 from tests.service.conftest import collect, running
 
 RUN = uuid.uuid4().hex[:8]
@@ -223,13 +225,21 @@ def test_the_table_is_large_enough() -> None:
 @pytest_asyncio.fixture(scope="module", loop_scope="module", params=["sqlite", "postgres"])
 async def wording_client(request: pytest.FixtureRequest,
                          tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DiwaniyaClient]:
-    """A started server on the store (the same settings as run_service) and its client."""
+    """A started server on the store (the same settings as run_service) and its client.
+
+    PostgreSQL gets a database of its own, not the session's: the table's
+    expectations hold for a tenant whose knowledge base is empty, and other
+    tests ingest documents into the session database's default tenant (a
+    clarifying case once quoted another file's «الباقة الذهبية» when it ran after
+    them on the same xdist worker).
+    """
     data_dir: Path = tmp_path_factory.mktemp(f"wording-{request.param}") / "data"
     values: dict[str, Any] = {"data_dir": data_dir, "listen": "127.0.0.1:0", "drain_grace_s": 5.0}
-    if request.param == "postgres":
-        values["database_url"] = request.getfixturevalue("pg_dsn")
-    async with running(Settings(**values)) as svc:
-        yield svc.client
+    with contextlib.ExitStack() as stack:
+        if request.param == "postgres":
+            values["database_url"] = stack.enter_context(fresh_database("diwaniya_wording"))
+        async with running(Settings(**values)) as svc:
+            yield svc.client
 
 
 @pytest.mark.asyncio(loop_scope="module")
