@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from majlis.models.qtypes import PROCLITIC as _PROCLITIC
 from majlis.models.qtypes import fold_words as _words
+from majlis.models.qtypes import proclitic_forms
 
 _ARABIC = re.compile("[\u0621-\u064a]")
 _ARABIC_WORD = re.compile("[\u0621-\u064a]+")
@@ -87,7 +87,9 @@ def with_skeletons(found: Sequence[str], text: str = "", *,
     """Keys plus the skeletons (and, for ``roots``, the roots) of the keys and of
     ``text``'s whole words (the stemmer can over-cut: «ضمانا» → «ضما», while the
     word's skeleton is «ضمن»)."""
-    surface = [_PROCLITIC.sub("", w) for w in _words(text)]
+    # Both forms of each word: PROCLITIC cuts «باقة» to «اقه» as readily as
+    # «والباقة» to «باقه» (qtypes.proclitic_forms).
+    surface = [f for w in _words(text) for f in proclitic_forms(w)]
     forms = (*found, *surface)
     out = frozenset(found) | {sk for k in forms if (sk := skeleton_of(k)) is not None}
     return out | {r for k in forms if (r := root_of(k)) is not None} if roots else out
