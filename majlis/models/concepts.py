@@ -217,7 +217,9 @@ def function_concept(concept: Concept) -> bool:
 def framing_concept(concept: Concept, *, dialect: bool, typed: bool) -> bool:
     """Does a concept stand only for words that frame the question, not its subject?
 
-    Dialect function words (:func:`function_concept`, dialect questions only); and,
+    Dialect function words (:func:`function_concept`) and words that never name a
+    policy's subject (:data:`_NOT_SUBJECT`: «امس», «كلها», «مرة وحدة»), both in
+    dialect questions only; and,
     when the answer carries what the question's type asks (``typed``: the number,
     the day, the place), the frame verbs of :data:`_FRAME` («يقع», «يستغرق», «يتم»:
     dropped from a dialect question's concepts already, kept in an MSA one's for
@@ -238,6 +240,8 @@ def framing_concept(concept: Concept, *, dialect: bool, typed: bool) -> bool:
     words = concept[2]
     if dialect and function_concept(concept):
         return True
+    if dialect and bool(words) and all(in_vocab(w, _NOT_SUBJECT) for w in words):
+        return True  # «مرة وحدة», «كلها», «امس»: manner, quantity, deixis (_NOT_SUBJECT)
     return typed and bool(words) and all(in_vocab(w, _FRAME) or in_vocab(w, _MEASURES)
                                          for w in words)
 

@@ -17,6 +17,7 @@ import pytest
 import majlis.models.concepts as concepts_module
 import majlis.models.qtypes as qtypes_module
 import nlp
+from majlis.models import Citation, OfflineResponder, ResponderContext, ToolCallRequest
 from majlis.models.concepts import (
     concepts_words,
     framing_concept,
@@ -124,3 +125,38 @@ def _vocabularies() -> list[tuple[str, str]]:
 def test_every_vocabulary_entry_is_written_as_fold_words_reads_text() -> None:
     unfolded = [(name, w) for name, w in _vocabularies() if fold_words(w) != [w]]
     assert unfolded == []
+
+
+# -- framing words written from the grammar (validated leave-one-set-out) -------------------
+
+@pytest.mark.parametrize("word", ["ايلا", "ملي", "لين", "لحتى", "لمن", "راهو", "eza", "fel",
+                                  "3al", "gher", "eh"])
+def test_conditionals_temporal_conjunctions_and_arabizi_prepositions_are_listed(
+        word: str) -> None:
+    assert fold_words(word)[0] in function_words()
+
+
+def test_manner_and_quantity_words_frame_a_dialect_question_only() -> None:
+    # Iraqi: can I pay in instalments, or must it all be paid at once?
+    found = _concepts("اكدر ادفع الفلوس على مراحل لو لازم كلها مرة وحدة؟")
+    framed = {c[2]: framing_concept(c, dialect=True, typed=False) for c in found}
+    assert framed[("كلها",)] and framed[("وحده",)]
+    assert not framed[("مراحل",)]
+    msa = _concepts("هل يمكن دفع الرسوم كلها مرة واحدة؟", dialect=False)
+    assert not any(framing_concept(c, dialect=False, typed=False) for c in msa)
+
+
+def test_a_chunk_lacking_only_once_and_all_answers_the_instalment_question() -> None:
+    fees = Recalled("fees.md#0", "document", "fees › الرسوم الدراسية",
+                    "يمكن دفع الرسوم الدراسية على 3 دفعات في السنة. "
+                    "يدفع الطالب الجديد رسوم التسجيل عند القبول.", "", 4.0)
+    bus = Recalled("bus.md#0", "document", "bus › الحافلات",
+                   "تعمل الحافلات من 6 صباحا حتى 2 ظهرا.", "", 1.0)
+    responder = OfflineResponder(keys=KEYS, expand=nlp.dialect_to_msa,
+                                 dialect_cue=nlp.has_dialect_words)
+    extras: list[Citation | ToolCallRequest] = []
+    # Iraqi: how do I pay the fees, all at once?  The policy never says «كلها مرة وحدة».
+    ctx = ResponderContext(user_text="شلون ادفع الرسوم، كلها مرة وحدة؟",
+                           region="iraqi", is_request=True, recalled=(fees, bus))
+    reply = responder._answer(ctx, extras)
+    assert "3 دفعات" in reply and any(isinstance(e, Citation) for e in extras)
