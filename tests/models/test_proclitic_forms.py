@@ -93,6 +93,10 @@ def test_a_sentence_word_keeps_its_own_root_beside_the_cut_one() -> None:
     # «وكالة»: the root of the word as written («^وكل») meets «الوكالة», «توكيل».
     loose = with_skeletons([], "وكالة", roots=True)
     assert "^وكل" in loose and "^وكل" in with_skeletons([], "الوكالة", roots=True)
+    # An article's whole form is noise («الاهلي», «الهلال» → «~لهل»); an MSA question
+    # keeps the ARCD-calibrated cut forms alone.
+    assert "~لهل" not in with_skeletons([], "النادي الاهلي", roots=True)
+    assert "~وكل" not in with_skeletons([], "وكالة")
 
 
 @pytest.mark.parametrize("word", ["بدكن", "تبعكن", "الكن", "معكن", "بتاعكو", "عليكو"])
