@@ -27,7 +27,7 @@ from importlib import resources
 from nlp.arabizi import arabizi_to_arabic, arabizi_word_score, looks_arabizi
 from nlp.arabizi_spell import spellings, split_article
 from nlp.clitics import strip_proclitics
-from nlp.normalize import clean, fold
+from nlp.normalize import clean, fold, latin_lower
 
 __all__ = ["Bridge", "dialect_to_msa", "has_dialect_words", "lexicon_latin_word", "load_bridge"]
 
@@ -194,7 +194,7 @@ class Bridge:
         if folded != folded.translate(_BORROWED):
             return True  # گ/چ/ڤ/پ: Iraqi, Gulf or Maghrebi writing
         tokens = _ARABIC_WORD.findall(folded)
-        latin_words = _LATIN_WORD.findall(text.lower())
+        latin_words = _LATIN_WORD.findall(latin_lower(text))
         if len(latin_words) > len(tokens) and looks_arabizi(latin_words):
             # Arabizi is how dialect is typed, never MSA: «shgad y9eer el taghleef?»
             # names no lexicon word, yet no policy is written that way.
@@ -251,7 +251,7 @@ class Bridge:
                 yield (token,)  # «وگت» → «وقت», «الگيمة» → «القيمة»: the MSA spelling
             elif (seated := _hamza_seat(strip_proclitics(token))) is not None:
                 yield (seated,)  # «زايدة» → «زائدة», «السايق» → «سائق»
-        latin_words = _LATIN_WORD.findall(text.lower())
+        latin_words = _LATIN_WORD.findall(latin_lower(text))
         latin = [{w} for w in latin_words]
         yield from self._scan(latin, enclitics=False)
         # Arabizi: the same word in Arabic letters meets the Arabic entries
@@ -280,7 +280,7 @@ class Bridge:
         >>> b.knows_latin("emta"), b.knows_latin("twaslon"), b.knows_latin("tintehi")
         (True, True, False)
         """
-        low = word.lower()
+        low = latin_lower(word)
         if self._lookup([{low}], enclitics=False) is not None:
             return True
         return self._arabizi_hit(low) is not None
@@ -391,8 +391,9 @@ _MIN_STRIPPED = 3
 def _key(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
     """Lookup keys of one lexicon phrase: folded as written, and with proclitics
     stripped (``None`` when that is the same key or a too-short word)."""
-    if _LATIN_WORD.fullmatch(phrase.replace(" ", "").lower()):
-        return tuple(phrase.lower().split()), None
+    latin = latin_lower(phrase)
+    if _LATIN_WORD.fullmatch(latin.replace(" ", "")):
+        return tuple(latin.split()), None
     words = tuple(fold(clean(phrase)).translate(_BORROWED).split())
     stripped = tuple(strip_proclitics(w) for w in words)
     if stripped == words or any(len(w) < _MIN_STRIPPED for w in stripped):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["clean", "drop_overrides", "fold"]
+__all__ = ["clean", "drop_overrides", "fold", "latin_lower"]
 
 # Display spoofing.  Bidi embeddings and overrides — U+202A LRE, U+202B RLE,
 # U+202D LRO, U+202E RLO and their closer U+202C PDF — are ALWAYS removed,
@@ -220,3 +220,25 @@ def fold(text: str) -> str:
     if _DIGIT_RE.search(text):
         text = text.translate(_DIGIT_TABLE)
     return text.casefold()
+
+
+# Maghrebi Arabizi borrows French words with their accents («réclamation», «pièce»,
+# «fièvre», «l'école»): without folding, [a-z] cuts «fièvre» into «fi» + «vre».
+# Latin combining marks (U+0300–U+036F, left by NFD: é → e + U+0301) and the
+# ligature œ are folded for matching only; the message as stored keeps them.
+_LATIN_MARKS = re.compile("[\u0300-\u036f]")
+_LIGATURES = str.maketrans({"œ": "oe", "æ": "ae"})
+_ACCENTED = re.compile("[\u00c0-\u024f]")  # Latin-1 Supplement to Latin Extended-B
+
+
+def latin_lower(text: str) -> str:
+    """``text`` lowercased with its Latin accents folded, for finding Latin words.
+
+    >>> latin_lower("Réclamation, la FIÈVRE, sœur")
+    'reclamation, la fievre, soeur'
+    """
+    low = text.lower()
+    if _ACCENTED.search(low) is None:  # nearly every message: nothing to fold
+        return low
+    decomposed = unicodedata.normalize("NFD", low.translate(_LIGATURES))
+    return unicodedata.normalize("NFC", _LATIN_MARKS.sub("", decomposed))

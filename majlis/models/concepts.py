@@ -14,7 +14,7 @@ among sentences.
     >>> found = concepts_words("طلعت من الشقة، متى ترجعون التأمين؟", k,
     ...     nlp.stop_keys_for(k), nlp.dialect_to_msa, dialect=True)
     >>> [(words, plain) for _keys, plain, words in found]
-    [(('طلعت',), False), (('شقه',), False), (('ترجعون',), False), (('تامين',), True)]
+    [(('طلعت',), False), (('الشقه',), False), (('ترجعون',), False), (('التامين',), True)]
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 
-from majlis.models.grounding import letter_share, text_grams
+from majlis.models.grounding import form_share, text_grams
 from majlis.models.qtypes import MARKS as _MARKS
-from majlis.models.qtypes import PROCLITIC as _PROCLITIC
-from majlis.models.qtypes import QuestionType, question_type
+from majlis.models.qtypes import QuestionType, in_vocab, proclitic_forms, question_type
 from majlis.models.qtypes import fold_words as _words
 from majlis.models.types import Recalled
 from majlis.models.word_forms import with_skeletons as _with_skeletons
@@ -39,7 +38,8 @@ __all__ = ["LETTER_MIN", "LETTER_SHARE", "Concept", "concepts_words", "framing_c
 
 Expander = Callable[[str], list[str]]
 # A concept: its keys (own, bridged, skeletons, roots), whether it names a subject
-# («plain»), and the question's words it stands for (folded, proclitic stripped).
+# («plain»), and the question's words it stands for (folded, as written: «بطاقتي»,
+# «والرسوم»; vocabularies read them under both proclitic forms, qtypes.in_vocab).
 Concept = tuple[frozenset[str], bool, tuple[str, ...]]
 
 # A dialect question's word the chunk's keys miss still counts as held when more than
@@ -77,7 +77,7 @@ _FRAME = frozenset(
 _MEASURES = frozenset(
     "ساعه تاريخ يوم ايام مبلغ حد ادني اقصي اقل اكثر مده مهله عدد قيمه نسبه كميه"
     # what a requirement question asks for («ما الشروط؟», «وش الأوراق المطلوبة؟»)
-    " شروط شرط اوراق مستندات وثائق متطلبات مطلوبه".split()
+    " شروط شرط اوراق مستندات وثايق متطلبات مطلوبه".split()
 )
 _TYPE_FRAME = {
     QuestionType.QUANTITY: frozenset("وقت الوقت مده المده فتره الفتره".split()),
@@ -105,7 +105,7 @@ def concepts_words(
     >>> import nlp
     >>> k = nlp.search_keys
     >>> mine = concepts_words("متى تصل بطاقتي الجديدة؟", k, nlp.stop_keys_for(k), None)
-    >>> "بطاقه" in next(c for c, _plain, words in mine if words == ("طاقتي",))
+    >>> "بطاقه" in next(c for c, _plain, words in mine if words == ("بطاقتي",))
     True
     """
     tokens = question.split()
@@ -114,8 +114,10 @@ def concepts_words(
     frame = _TYPE_FRAME.get(qtype, frozenset())
     for i, token in enumerate(tokens):
         own = set(content_keys(token, keys, stop))
-        word = _PROCLITIC.sub("", "".join(_words(token)))
-        if not own or (dialect and word in _FRAME) or word in frame:
+        # The word as written: PROCLITIC may cut a letter of its own («وكالة»,
+        # «فترة», «وحدة»), so vocabularies are read under both forms (in_vocab).
+        whole = "".join(_words(token))
+        if not own or (dialect and in_vocab(whole, _FRAME)) or in_vocab(whole, frame):
             continue
         # «وما», «ومش», «بلا»: a conjunction on a function word names no subject.
         conjoined = _conjoined_function(token, keys, stop, expand)
@@ -142,19 +144,15 @@ def concepts_words(
             restored = set(content_keys(named.group(1) + "ة", keys, stop))
             core |= restored
             own |= restored
-        whole = "".join(_words(token))
-        surface = word
-        if whole != word and whole in function_words() and word not in function_words():
-            surface = whole  # «بتاعي», «بعده»: the proclitic is the word's own letter
         found.append((set(_with_skeletons(sorted(own), " ".join([bare, *bridged]),
                                           roots=dialect)),
                       _with_skeletons(sorted(core), bare, roots=dialect),
                       (not bridged or _DEFINITE.match(bare) is not None)
                       and _ARABIC.match(bare) is not None
-                      and not verb_shaped(bare) and word not in _MEASURES
+                      and not verb_shaped(bare) and not in_vocab(whole, _MEASURES)
                       and not conjoined and i not in story
-                      and word not in _NOT_SUBJECT,
-                      surface))
+                      and not in_vocab(whole, _NOT_SUBJECT),
+                      whole))
     # Two words of one root («رجعت … ارجع») are one thing asked, counted once.  Only
     # the words' own forms decide: «كاش» bridged to «الدفع عند الاستلام» is not the
     # same thing asked as «الاستلام» written beside it.
@@ -180,8 +178,8 @@ def function_words() -> frozenset[str]:
     exponents, prepositions with pronouns, complementisers, demonstratives, deixis,
     degree, fillers), folded.  A question's word matches with or without its
     proclitic («وعادي»), an entry is never cut («بتاعي», not «تاعي»; «بعده», not
-    «عده»): :func:`concepts_words` keeps the uncut word as the surface of a concept
-    whose cut form is no entry.
+    «عده»): a concept's surface is the word as written, looked up under both of
+    its forms (:func:`~majlis.models.qtypes.in_vocab`).
 
     >>> {"ينفع", "عادي", "حدا", "انو", "بيه", "ديالي", "تبعي"} <= function_words()
     True
@@ -210,16 +208,18 @@ def function_concept(concept: Concept) -> bool:
     >>> found = concepts_words("ينفع ارجع الجهاز عادي؟", k, nlp.stop_keys_for(k),
     ...                        nlp.dialect_to_msa, dialect=True)
     >>> [(c[2], function_concept(c)) for c in found]
-    [(('ينفع',), True), (('ارجع',), False), (('جهاز',), False), (('عادي',), True)]
+    [(('ينفع',), True), (('ارجع',), False), (('الجهاز',), False), (('عادي',), True)]
     """
     words = concept[2]
-    return bool(words) and all(w in function_words() for w in words)
+    return bool(words) and all(in_vocab(w, function_words()) for w in words)
 
 
 def framing_concept(concept: Concept, *, dialect: bool, typed: bool) -> bool:
     """Does a concept stand only for words that frame the question, not its subject?
 
-    Dialect function words (:func:`function_concept`, dialect questions only); and,
+    Dialect function words (:func:`function_concept`) and words that never name a
+    policy's subject (:data:`_NOT_SUBJECT`: «امس», «كلها», «مرة وحدة»), both in
+    dialect questions only; and,
     when the answer carries what the question's type asks (``typed``: the number,
     the day, the place), the frame verbs of :data:`_FRAME` («يقع», «يستغرق», «يتم»:
     dropped from a dialect question's concepts already, kept in an MSA one's for
@@ -233,14 +233,17 @@ def framing_concept(concept: Concept, *, dialect: bool, typed: bool) -> bool:
     >>> found = concepts_words("كم يستغرق حذف الحساب؟", k, nlp.stop_keys_for(k),
     ...                        nlp.dialect_to_msa)
     >>> [(c[2], framing_concept(c, dialect=False, typed=True)) for c in found]
-    [(('يستغرق',), True), (('حذف',), False), (('حساب',), False)]
+    [(('يستغرق',), True), (('حذف',), False), (('الحساب',), False)]
     >>> framing_concept(found[0], dialect=False, typed=False)
     False
     """
     words = concept[2]
     if dialect and function_concept(concept):
         return True
-    return typed and bool(words) and all(w in _FRAME or w in _MEASURES for w in words)
+    if dialect and bool(words) and all(in_vocab(w, _NOT_SUBJECT) for w in words):
+        return True  # «مرة وحدة», «كلها», «امس»: manner, quantity, deixis (_NOT_SUBJECT)
+    return typed and bool(words) and all(in_vocab(w, _FRAME) or in_vocab(w, _MEASURES)
+                                         for w in words)
 
 
 def _conjoined_function(token: str, keys: KeyFunction, stop: frozenset[str],
@@ -338,9 +341,12 @@ def held_by_letters(with_words: Sequence[Concept],
     if not dialect:
         return [False] * len(with_words)
     grams = text_grams(f"{item.title} {item.text}")
+    # Each form of the word as written counts on its own length: «وكالة» (5 letters)
+    # may be held though PROCLITIC's «كاله» is too short, «بميجا» is not held
+    # through «ميجا».
     return [c.isdisjoint(chunk_keys)
-            and any(len(w) >= LETTER_MIN and letter_share(w, grams) >= LETTER_SHARE
-                    for w in words)
+            and any(len(f) >= LETTER_MIN and form_share(f, grams) >= LETTER_SHARE
+                    for w in words for f in proclitic_forms(w))
             for c, _plain, words in with_words]
 
 
@@ -402,7 +408,7 @@ def _names_thing(token: str, keys: KeyFunction, stop: frozenset[str],
     """A content word that is no verb, measure word or dialect function word."""
     if not content_keys(token, keys, stop) or verb_shaped(token):
         return False
-    if _PROCLITIC.sub("", "".join(_words(token))) in _MEASURES:
+    if in_vocab("".join(_words(token)), _MEASURES):
         return False
     bridged = expand(token) if expand is not None else []
     return not bridged or bool(content_keys(" ".join(bridged), keys, stop))

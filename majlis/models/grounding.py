@@ -37,7 +37,8 @@ from majlis.models.qtypes import PROCLITIC, fold_words
 from majlis.models.types import Recalled
 from nlp.keys import KeyFunction, content_keys, search_keys
 
-__all__ = ["FEATURES", "gate_features", "gram_features", "letter_share", "question_words",
+__all__ = ["FEATURES", "form_share", "gate_features", "gram_features", "letter_share",
+           "question_words",
            "text_grams", "with_answer"]
 
 # The features, in the order of the shipped coefficients.
@@ -88,6 +89,16 @@ def letter_share(word: str, grams: frozenset[str]) -> float:
     1.0
     """
     return _share(word, grams)
+
+
+def form_share(form: str, grams: frozenset[str]) -> float:
+    """Share of one folded form's letter n-grams found in ``grams`` (no other form).
+
+    >>> form_share("وكاله", text_grams("الوكالة")), form_share("بميجا", text_grams("ميجابت"))
+    (1.0, 0.6)
+    """
+    own = _grams(form)
+    return len(own & grams) / len(own)
 
 
 def question_words(question: str, keys: KeyFunction = search_keys,

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from nlp.normalize import latin_lower
+
 __all__ = [
     "MARKS",
     "PROCLITIC",
@@ -26,7 +28,9 @@ __all__ = [
     "asks_price",
     "carries_price",
     "fold_words",
+    "in_vocab",
     "looks_dialect",
+    "proclitic_forms",
     "question_type",
     "type_strength",
 ]
@@ -48,7 +52,7 @@ class QuestionType(StrEnum):
 _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
     QuestionType.QUANTITY: frozenset(
         "كم بكم كام بكام شكد بشكد اشكد شقد بشقد قديش بقديش قديه قداش بقداش قداه شحال بشحال"
-        " چم جم"
+        " جم"  # Iraqi «چم» folds to «كم» (_FOLD)
         " kam kaam bkam adesh 2adesh addesh 2addesh 2addeh addeh 2adde adde 2adeh adeh"
         " shkad shgad chkad ch7al sh7al chhal shhal ch7al cham gaddesh"
         # Maghrebi «قداش» as Arabizi writes it (9 and q for ق, ch and sh for ش).
@@ -71,7 +75,7 @@ _TYPE_WORDS: dict[QuestionType, frozenset[str]] = {
 }
 # Words that make a wh-less question a yes/no one: «يشمله الضمان؟», «اكو فرع؟».
 _YES_NO_CUES = frozenset(
-    "فيه يوجد اكو كاين ممكن ينفع يصير يصلح يمكن اقدر نقدر اگدر يشمل يشمله"
+    "فيه يوجد اكو كاين ممكن ينفع يصير يصلح يمكن اقدر نقدر يشمل يشمله"
     " تقبلون تقبلوا مسموح تدفع ادفع"
     # «can I / may I / is it possible» in the five regions: Levantine فيني/بقدر/بيصير,
     # Egyptian ينفع/بينفع/اقدر, Gulf يمديني/اقدر, Iraqi اكدر/يصير, Maghrebi نقدر/نجم/يمكن,
@@ -87,26 +91,28 @@ _YES_NO_TAIL = frozenset(
     " yenfa3 y9eer ysir momken mumkin wala".split()
 )
 
-# Evidence that a sentence answers a type (folded, whole words or affixes).
+# Evidence that a sentence answers a type (folded, whole words or affixes).  Every
+# vocabulary here is written folded, as fold_words reads text (ئ → ي: «دقايق»,
+# «ميه», «قايمه»): an entry spelt «دقائق» could never match (tests keep it so).
 _DIGIT = re.compile(r"[0-9\u0660-\u0669\u06f0-\u06f9]")
 _NUMBER_WORDS = frozenset(
     "واحد واحده اثنين اثنان اثنتين يومين يومان ساعتين ثلاث ثلاثه اربع اربعه خمس خمسه"
     " ست سته سبع سبعه ثماني ثمانيه تسع تسعه عشر عشره عشرين ثلاثين اربعين خمسين ستين"
-    " مئه مائه مئتين الف الفين نصف ربع ثلث ضعف بالمئه بالمائه مجانا مجاني مجانيه"
+    " ميه مايه ميتين الف الفين نصف ربع ثلث ضعف بالميه بالمايه مجانا مجاني مجانيه"
     " سنتين سنتان شهرين اسبوعين ساعتين دقيقتين"
     " ريال ريالا درهم درهما دينار دينارا جنيه جنيها ليره دولار يورو".split()
 )
 _TIME_WORDS = frozenset(
     "يوم ايام يومين ساعه ساعات اسبوع اسابيع اسبوعين شهر اشهر شهرين سنه سنوات عام اعوام"
-    " دقيقه دقائق صباحا صباح مساء مساءا ظهرا عصرا ليلا فجرا الاحد الاثنين الثلاثاء"
+    " دقيقه دقايق صباحا صباح مساء مساءا ظهرا عصرا ليلا فجرا الاحد الاثنين الثلاثاء"
     " الاربعاء الخميس الجمعه السبت احد اثنين ثلاثاء اربعاء خميس جمعه سبت خلال بعد قبل"
     " يناير فبراير مارس ابريل مايو يونيو يوليو اغسطس سبتمبر اكتوبر نوفمبر ديسمبر"
     " القرن قرن عطله عطلات".split()
 )
 _PLACE_WORDS = frozenset(
     "في شارع حي مدينه منطقه فرع فروع مركز طريق صفحه قسم اعدادات تطبيق موقع الموقع موقعنا"
-    " عنوان بجوار مقابل قرب داخل خارج مول مجمع طابق قائمه رابط بوابه"
-    " الرياض جده دبي القاهره بيروت عمان بغداد الدار البيضاء الرباط تونس الجزائر".split()
+    " عنوان بجوار مقابل قرب داخل خارج مول مجمع طابق قايمه رابط بوابه"
+    " الرياض جده دبي القاهره بيروت عمان بغداد الدار البيضاء الرباط تونس الجزاير".split()
 )
 _POLARITY_WORDS = frozenset(
     "لا ليس ليست لن لم غير يشمل تشمل يمكن يمكنك ممكن متاح متاحه يحق يجوز نعم مسموح"
@@ -163,8 +169,37 @@ _WORD = re.compile("[\u0621-\u064a]+|[a-z0-9']+")
 PROCLITIC = re.compile("^(?:وال|فال|بال|كال|لل|ال|و|ف|ب)(?=[\u0621-\u064a]{3})")
 
 
+def proclitic_forms(word: str) -> tuple[str, ...]:
+    """A folded word as written and, when PROCLITIC would cut it, without the cut.
+
+    PROCLITIC cannot tell a conjunction from a noun's own first letter: «والتوصيل»
+    is «و» + «التوصيل», but «باقه», «وكاله», «فتره», «وثائق» and «وحده» lose a letter
+    of their own («اقه», «كاله», «تره», «ثائق», «حده»).  A word is looked up in a
+    vocabulary under both forms, so neither reading is lost.
+
+    >>> proclitic_forms("والرسوم"), proclitic_forms("فتره"), proclitic_forms("كم")
+    (('والرسوم', 'رسوم'), ('فتره', 'تره'), ('كم',))
+    """
+    bare = PROCLITIC.sub("", word)
+    return (word, bare) if bare != word else (word,)
+
+
+def in_vocab(word: str, vocab: frozenset[str] | dict[str, QuestionType]) -> bool:
+    """Is the folded word, under one of its :func:`proclitic_forms`, in ``vocab``?
+
+    >>> in_vocab("وثايق", _REQUIREMENT_CUES), in_vocab("والرسوم", _REQUIREMENT_CUES)
+    (True, False)
+    """
+    return any(f in vocab for f in proclitic_forms(word))
+
+
 def fold_words(text: str) -> list[str]:
-    return _WORD.findall(MARKS.sub("", text.lower()).translate(_FOLD))
+    """The folded Arabic and Latin words of ``text`` (Latin accents folded: nlp.normalize).
+
+    >>> fold_words("الفاتورة ديال la fièvre؟")
+    ['الفاتوره', 'ديال', 'la', 'fievre']
+    """
+    return _WORD.findall(MARKS.sub("", latin_lower(text)).translate(_FOLD))
 
 
 # «ما مدة الضمان؟», «شو مواعيد الدوام؟»: a what-question about a measure noun asks
@@ -178,13 +213,13 @@ _MEASURE_NOUNS: dict[str, QuestionType] = {
 # its answer carries a time unit, not just a number (a price would not do).
 _DURATION_WORDS = frozenset(
     "مده مدته المده وقت الوقت فتره مهله يوم ايام يوما اسبوع اسابيع شهر اشهر شهور"
-    " سنه سنين سنوات ساعه ساعات دقيقه دقائق".split()
+    " سنه سنين سنوات ساعه ساعات دقيقه دقايق".split()
 )
 _WHAT = frozenset("ما ماذا ماهي ماهو شو وش ايش شنو شنهو ايه اشنو شنيه what".split())
 # What is required: papers, documents, conditions, or what one must bring
 # («شو لازم جيب», «ايش احتاج», «شنو اريد حتى…», Maghrebi «شنو خاصني»), folded.
 _REQUIREMENT_CUES = frozenset(
-    "اوراق ورق مستندات مستند وثائق وثيقه شروط شرط متطلبات مطلوب مطلوبه لازم يلزم"
+    "اوراق ورق مستندات مستند وثايق وثيقه شروط شرط متطلبات مطلوب مطلوبه لازم يلزم"
     " احتاج نحتاج يحتاج خاصني خصني اجيب جيب نجيب احضر bring papers wra9 awra2 shorot"
     " lazem lazim".split()
 )
@@ -220,24 +255,26 @@ def question_type(text: str) -> QuestionType:
             if any(f in vocab for f in forms):
                 return qtype
     bare = [PROCLITIC.sub("", w) for w in words]
-    for prev, word in zip(["", *bare], bare, strict=False):
-        if prev in _WHICH and word in _WHICH_TIME:
+    for prev, word, written in zip(["", *bare], bare, words, strict=False):
+        if prev in _WHICH and (word in _WHICH_TIME or written in _WHICH_TIME):
             return QuestionType.TIME
-        if prev in _WHICH and word in _WHICH_PLACE:
-            return QuestionType.PLACE
+        if prev in _WHICH and (word in _WHICH_PLACE or written in _WHICH_PLACE):
+            return QuestionType.PLACE  # «أي فروع»: as written, not PROCLITIC's «روع»
         if prev == "لكم" and word in _DURATION_WORDS:
             # «لكم يوم؟» (for how many days): «لكم» is «for you» unless a unit follows.
             return QuestionType.QUANTITY
         if (prev, word) in _HOW_MUCH:
             return QuestionType.QUANTITY
     if any(w in _WHAT for w in words[:2]):
-        for word in bare[1:4]:
-            # «الحد», «السن»: the article on a two-letter noun, which PROCLITIC keeps.
+        for written, word in zip(words[1:4], bare[1:4], strict=True):
+            # «الحد», «السن»: the article on a two-letter noun, which PROCLITIC keeps;
+            # «فترة»: a noun PROCLITIC cuts («تره»), found as written.
             noun = word[2:] if word.startswith("ال") and word[2:] in _MEASURE_NOUNS else word
+            noun = written if noun not in _MEASURE_NOUNS else noun
             if noun in _MEASURE_NOUNS:
                 return _MEASURE_NOUNS[noun]
     if any(w in _WHAT for w in words[:2]) and any(
-            PROCLITIC.sub("", w) in _REQUIREMENT_CUES for w in words[1:5]):
+            in_vocab(w, _REQUIREMENT_CUES) for w in words[1:5]):
         return QuestionType.REQUIREMENT
     if _asks_definition(words):
         return QuestionType.DEFINITION
@@ -281,8 +318,8 @@ def _asks_definition(words: list[str]) -> bool:
 # عندكم، عدكم، اكو، فيه; Levantine في، عندكن، بتعملوا; Egyptian فيه، بتبيعوا;
 # Maghrebi كاين، كتبيعو; MSA يوجد، تتوفر، توفرون، تقدمون.
 _EXISTENCE = frozenset(
-    "عندكم عندكن عندك عدكم فيه في فيش اكو كاين كاينه كاينة يوجد توجد تتوفر يتوفر تقدمون"
-    " توفرون بتعملوا بتعملو تسوون بتاجروا بتأجروا تبيعون بتبيعوا بتبيعو كتبيعو".split()
+    "عندكم عندكن عندك عدكم فيه في فيش اكو كاين كاينه يوجد توجد تتوفر يتوفر تقدمون"
+    " توفرون بتعملوا بتعملو تسوون بتاجروا تبيعون بتبيعوا بتبيعو كتبيعو".split()
 )
 
 
@@ -305,7 +342,7 @@ def asks_duration(text: str) -> bool:
     (True, False)
     """
     return question_type(text) is QuestionType.QUANTITY and any(
-        PROCLITIC.sub("", w) in _DURATION_WORDS for w in fold_words(text))
+        in_vocab(w, _DURATION_WORDS) for w in fold_words(text))
 
 
 # A «كم» question about a price («بكام», «كم السعر», «قديش بتكلف», «شحال خاصني نخلص»):

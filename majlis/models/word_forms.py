@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from majlis.models.qtypes import PROCLITIC as _PROCLITIC
 from majlis.models.qtypes import fold_words as _words
+from majlis.models.qtypes import proclitic_forms
 
 _ARABIC = re.compile("[\u0621-\u064a]")
 _ARABIC_WORD = re.compile("[\u0621-\u064a]+")
@@ -82,12 +82,31 @@ def root_of(key: str) -> str | None:
     return f"^{stem}" if len(stem) == 3 else None
 
 
+def _surface_forms(word: str) -> tuple[str, ...]:
+    """The forms of a folded word whose skeletons are taken: both when PROCLITIC cut
+    one letter, the bare form alone when it cut an article.
+
+    >>> _surface_forms("وكاله"), _surface_forms("الاهلي"), _surface_forms("دوام")
+    (('وكاله', 'كاله'), ('اهلي',), ('دوام',))
+    """
+    # An article's whole form adds only noise: «الاهلي» and «الهلال» share «~لهل» (the
+    # skeleton reads the article's ا as an imperfect prefix), and an ARCD out-of-KB
+    # question about «النادي الاهلي» quoted a chunk about «الهلال».
+    forms = proclitic_forms(word)
+    return forms[1:] if len(forms) == 2 and len(word) - len(forms[1]) > 1 else forms
+
+
 def with_skeletons(found: Sequence[str], text: str = "", *,
                     roots: bool = False) -> frozenset[str]:
     """Keys plus the skeletons (and, for ``roots``, the roots) of the keys and of
     ``text``'s whole words (the stemmer can over-cut: «ضمانا» → «ضما», while the
     word's skeleton is «ضمن»)."""
-    surface = [_PROCLITIC.sub("", w) for w in _words(text)]
+    # A one-letter cut (و/ف/ب) may be a noun's own letter: «باقة» → «اقه», «وكالة» →
+    # «كاله», so a dialect question's matching (``roots``) keeps the word as written
+    # beside it (_surface_forms).  An MSA question keeps the ARCD-calibrated cut form
+    # alone: the whole forms quoted one more ARCD out-of-KB question (bench/offline_qa_grpc.py).
+    surface = [f for w in _words(text)
+               for f in (_surface_forms(w) if roots else proclitic_forms(w)[-1:])]
     forms = (*found, *surface)
     out = frozenset(found) | {sk for k in forms if (sk := skeleton_of(k)) is not None}
     return out | {r for k in forms if (r := root_of(k)) is not None} if roots else out
