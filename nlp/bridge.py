@@ -77,6 +77,20 @@ _ARABIZI_LOOKUPS = 12
 _ARABIZI_READINGS = 6
 
 
+# French elision, as Maghrebi Arabizi keeps it: «l'ordinateur», «d'identité».
+_ELISION = re.compile("^[ld]'(?=[a-z]{2})")
+
+
+@lru_cache(maxsize=_WORD_CACHE)
+def _latin_forms(word: str) -> frozenset[str]:
+    """A Latin word as written and without an elided article (an entry «l'eau» wins).
+
+    >>> sorted(_latin_forms("l'ordinateur"))
+    ["l'ordinateur", 'ordinateur']
+    """
+    return frozenset({word, _ELISION.sub("", word)})
+
+
 def _weak_final(stem: str) -> str:
     """A defective verb's last letter unified: «بقا»، «بقى»، «بقي» → «بقي»."""
     return stem[:-1] + "ي" if stem and stem[-1] in "اي" else stem
@@ -211,7 +225,7 @@ class Bridge:
         # English words the lexicon lists for Arabizi («order», «balance») are no
         # dialect evidence in an English sentence.
         english = sum(arabizi_word_score(w) for w in latin_words) < 0
-        latin = [] if english else [{w} for w in latin_words]
+        latin = [] if english else [_latin_forms(w) for w in latin_words]
         for forms, enclitics in ((words, True), (latin, False)):
             for start in range(len(forms)):
                 for size in range(min(_MAX_PHRASE, len(forms) - start), 0, -1):
@@ -252,7 +266,7 @@ class Bridge:
             elif (seated := _hamza_seat(strip_proclitics(token))) is not None:
                 yield (seated,)  # «زايدة» → «زائدة», «السايق» → «سائق»
         latin_words = _LATIN_WORD.findall(latin_lower(text))
-        latin = [{w} for w in latin_words]
+        latin = [_latin_forms(w) for w in latin_words]
         yield from self._scan(latin, enclitics=False)
         # Arabizi: the same word in Arabic letters meets the Arabic entries
         # («3ayez» → عايز → أريد), and is itself what an Arabic text would say
@@ -267,7 +281,7 @@ class Bridge:
             or (len(tokens) < len(latin_words)
                 and sum(arabizi_word_score(w) for w in latin_words) >= 0)))
         for word in latin_words:
-            if self._lookup([{word}], enclitics=False) is not None:
+            if self._lookup([_latin_forms(word)], enclitics=False) is not None:
                 continue
             if not (arabizi or _ARABIZI_DIGIT.search(word)):
                 continue
@@ -371,8 +385,12 @@ def _longest_first(options: frozenset[str]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=_WORD_CACHE)
 def _peeled(options: frozenset[str]) -> tuple[str, ...]:
-    """The forms without an enclitic that are not forms as written, sorted."""
-    return tuple(sorted({_peel(w) for w in options} - options))
+    """The forms without an enclitic that are not forms as written, sorted; ‑ني ("me":
+    «وصلني») first, then ‑ي alone (a noun ending in ن: «تلفوني»): ('تلفو', 'تلفون')."""
+    first = sorted({_peel(w) for w in options} - options)
+    my = sorted({w[:-1] for w in options if w.endswith("ني")
+                 and len(w) - 1 > _MIN_STEM_FOR_ENCLITIC} - options - set(first))
+    return tuple(first + my)
 
 
 def _peel(word: str) -> str:
