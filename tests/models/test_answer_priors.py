@@ -4,7 +4,7 @@ Written for these tests about a sports club and a public library (no bench
 wording): a dialect question's sentence score adds its chunk's title and
 retrieval score (answers._chunk_priors), the responder reads every chunk recalled
 before the first three alone (OfflineResponder.choose), and a dual time unit
-(«ساعتين», «سنتين») is a time unit.
+(«ساعتين», «سنتين») is a time unit, and «يصل» meets «بيوصل» (word_forms.assimilated_root).
 """
 
 from __future__ import annotations
@@ -105,3 +105,15 @@ def test_a_dual_time_unit_is_strong_time_evidence(sentence: str) -> None:
     # «ساعتين» is two hours: as much a duration as «3 ساعات» (it used to count
     # only as the weak «خلال»).
     assert type_strength(sentence, QuestionType.TIME) == 1.0
+
+
+def test_an_imperfect_that_lost_its_waw_meets_the_verb_asked() -> None:
+    # «يصل» is وصل with its و fallen (as «يضع», «يجد»): «بيوصل» meets it by the
+    # root ^وصل, so the sentence saying when the parcel arrives beats the one that
+    # only shares «التوصيل» with the question.
+    parcels = _chunk("parcels.md#0", "parcels › الطرود",
+                     "يمكنك تغيير عنوان التوصيل قبل خروج الطرد من المستودع. "
+                     "يصل الطرد العادي خلال يومين إلى أربعة أيام عمل.", 1.0)
+    found = _select("الطرد بيوصل امتى؟", [parcels])
+    assert found is not None
+    assert found.text == "يصل الطرد العادي خلال يومين إلى أربعة أيام عمل."
