@@ -189,6 +189,8 @@ _REQUIREMENT_CUES = frozenset(
     " احتاج نحتاج يحتاج خاصني خصني اجيب جيب نجيب احضر bring papers wra9 awra2 shorot"
     " lazem lazim".split()
 )
+# The definite hour before «كم/كام/قديش…»: «الساعة كام» asks what time (folded).
+_THE_HOUR = frozenset("الساعه للساعه".split())
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
 # Dialect «which»: Egyptian انهي, Iraqi ياتو/يا, Maghrebi اينا/اشمن, Arabizi.
 _WHICH = frozenset("اي لاي باي انهي اينا اشمن ياتو ay ayy anhi ina ashmen".split())
@@ -207,18 +209,26 @@ def question_type(text: str) -> QuestionType:
     >>> [question_type(q).value for q in ("شكد سعر التوصيل؟", "امتى تفتحون؟",
     ...     "وين أقرب فرع؟", "يشمله الضمان؟", "شلون أغير الباسورد؟", "abi a3raf")]
     ['quantity', 'time', 'place', 'yes_no', 'procedure', 'other']
+    >>> [question_type(q).value for q in ("المعمل بيفتح الساعة كام؟", "كم ساعة تاخذ الصيانة؟",
+    ...     "الموقف قديش الساعة؟")]
+    ['time', 'quantity', 'quantity']
     >>> [question_type(q).value for q in ("بأي ايام تفتحون؟", "انهي فرع قريب مني؟",
     ...     "تعطوني خط مؤقت؟ لكم شهر؟", "الهدية لكم؟")]
     ['time', 'place', 'quantity', 'other']
     """
     words = fold_words(text)
-    for word in words:
+    for i, word in enumerate(words):
         # «لشحال», «لامتى», «لوين»: a question word after the preposition ل.
         # Three letters at least after it: «لكم» is «for you», not «كم».
         forms = (word, PROCLITIC.sub("", word),
                  word[1:] if word[:1] == "ل" and len(word) > 3 else word)
         for qtype, vocab in _TYPE_WORDS.items():
             if any(f in vocab for f in forms):
+                if qtype is QuestionType.QUANTITY and i > 0 and words[i - 1] in _THE_HOUR:
+                    # «بيفتح الساعة كام؟», «لحد الساعة كم؟»: the hour asked is a clock
+                    # time, answered by «من السابعة صباحا»; «كم ساعة» (how many hours)
+                    # and «قديش الساعة» (how much an hour) stay quantities.
+                    return QuestionType.TIME
                 return qtype
     bare = [PROCLITIC.sub("", w) for w in words]
     for prev, word in zip(["", *bare], bare, strict=False):

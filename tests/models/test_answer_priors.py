@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import nlp
-from majlis.models.answers import Answer, QuestionType, select_answer
+from majlis.models.answers import Answer, QuestionType, question_type, select_answer
 from majlis.models.offline import OfflineResponder
 from majlis.models.qtypes import type_strength
 from majlis.models.types import Recalled
@@ -117,3 +117,25 @@ def test_an_imperfect_that_lost_its_waw_meets_the_verb_asked() -> None:
     found = _select("الطرد بيوصل امتى؟", [parcels])
     assert found is not None
     assert found.text == "يصل الطرد العادي خلال يومين إلى أربعة أيام عمل."
+
+
+@pytest.mark.parametrize(("question", "qtype"), [
+    ("المكتبة بتفتح الساعة كام الصبح؟", QuestionType.TIME),
+    ("لحد الساعة كم تستقبلون الكتب؟", QuestionType.TIME),
+    ("كم ساعة تاخذ الصيانة؟", QuestionType.QUANTITY),
+    ("الموقف قديش الساعة؟", QuestionType.QUANTITY),
+])
+def test_the_hour_before_a_quantity_word_asks_a_clock_time(question: str,
+                                                           qtype: QuestionType) -> None:
+    assert question_type(question) is qtype
+
+
+def test_opening_hours_written_in_words_answer_the_hour_asked() -> None:
+    # «من التاسعة صباحا» carries no digit: read as a quantity question, «الساعة كام»
+    # preferred any sentence with a number.
+    library = _chunk("hours.md#0", "hours › أوقات العمل",
+                     "تفتح المكتبة من التاسعة صباحا حتى الثامنة مساء. "
+                     "يمكن استعارة 5 كتب في المرة الواحدة من المكتبة.", 1.0)
+    found = _select("المكتبة بتفتح الساعة كام؟", [library])
+    assert found is not None and found.qtype is QuestionType.TIME
+    assert found.text == "تفتح المكتبة من التاسعة صباحا حتى الثامنة مساء."
