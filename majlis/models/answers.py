@@ -43,7 +43,9 @@ from majlis.models.qtypes import (
     answers_type,
     asks_duration,
     asks_existence,
+    asks_notice,
     asks_price,
+    carries_notice,
     carries_price,
     looks_dialect,
     question_type,
@@ -365,6 +367,7 @@ def _candidates(question: str, recalled: Sequence[Recalled],
     """Every sentence of the recalled chunks, with how strongly it carries the type asked."""
     duration = asks_duration(question)
     price = asks_price(question)
+    notice = asks_notice(question)
     pool: list[_Candidate] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
@@ -377,6 +380,10 @@ def _candidates(question: str, recalled: Sequence[Recalled],
                 # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
                 # a number without a time unit answers a how-long question only weakly.
                 strength = 1.0 if type_strength(sentence, QuestionType.TIME) >= 1 else 0.5
+            elif notice and carries_notice(sentence):
+                # «شلون اعرف الجهاز وصل؟» is answered by how one is told («نرسل لك
+                # رسالة نصية فور وصوله»), which carries no step of a procedure.
+                strength = 1.0
             elif price and strength:
                 # «بكام خطة الحماية؟» wants the fee, not «لمدة سنتين»: likewise for prices.
                 strength = 1.0 if carries_price(sentence) else 0.5

@@ -23,7 +23,9 @@ __all__ = [
     "answers_type",
     "asks_duration",
     "asks_existence",
+    "asks_notice",
     "asks_price",
+    "carries_notice",
     "carries_price",
     "fold_words",
     "looks_dialect",
@@ -330,6 +332,38 @@ _PRICE_EVIDENCE = frozenset(
     "ريال ريالا ريالات درهم درهما دراهم دينار دينارا دنانير جنيه جنيها جنيهات ليره ليرات"
     " دولار دولارا يورو بالميه بالمايه مجانا مجاني مجانيه".split()  # folded: ئ → ي
 )
+
+
+# «شلون اعرف…؟», «هعرف ازاي…؟», «kifach n3ref…?»: how the customer will *know*
+# (folded: the verb «to know» with the five regions' person and future prefixes).
+_KNOW_VERBS = frozenset(
+    "اعرف نعرف تعرف هعرف هنعرف حعرف حنعرف بعرف بنعرف راح اعرف كنعرف غنعرف نعرفو"
+    " a3ruf a3rif a3ref a3raf n3ref na3ref n3arf na3rif ne3ref".split()
+)
+# How one is told or shown: a message, a notification, a call, a status shown.
+_NOTICE_EVIDENCE = frozenset(
+    "رساله رسائل نصيه اشعار اشعارا تنبيه نبلغك نبلغ يبلغ تبلغ نرسل يرسل ترسل يصلك تصلك"
+    " يصل تصل يتصل نتصل بريد تعرض يعرض تظهر يظهر".split()
+)
+
+
+def asks_notice(text: str) -> bool:
+    """Does a how-question ask how the customer will know something?
+
+    >>> asks_notice("شلون اعرف الجهاز وصل؟"), asks_notice("كيف اغير كلمة المرور؟")
+    (True, False)
+    """
+    return question_type(text) is QuestionType.PROCEDURE and any(
+        w in _KNOW_VERBS for w in fold_words(text))
+
+
+def carries_notice(sentence: str) -> bool:
+    """Does ``sentence`` say how one is told or shown (a message, a notification)?
+
+    >>> carries_notice("نرسل لك رسالة نصية عند وصول الجهاز."), carries_notice("افتح صفحة طلباتي.")
+    (True, False)
+    """
+    return any(f in _NOTICE_EVIDENCE for w in fold_words(sentence) for f in _forms(w))
 
 
 def asks_price(text: str) -> bool:

@@ -139,3 +139,14 @@ def test_opening_hours_written_in_words_answer_the_hour_asked() -> None:
     found = _select("المكتبة بتفتح الساعة كام؟", [library])
     assert found is not None and found.qtype is QuestionType.TIME
     assert found.text == "تفتح المكتبة من التاسعة صباحا حتى الثامنة مساء."
+
+
+def test_how_will_i_know_is_answered_by_how_one_is_told() -> None:
+    # «كيف اعرف…؟» asks how the customer learns of something: the sentence saying a
+    # message is sent answers, not a step that shares «الكتاب» and «وصل».
+    holds = _chunk("holds.md#0", "holds › حجز الكتب",
+                   "يمكن حجز الكتاب من صفحة الكتاب ثم اضغط زر حجز حتى وصول النسخة. "
+                   "نرسل لك رسالة نصية فور وصول الكتاب المحجوز إلى الفرع.", 1.0)
+    found = _select("شلون اعرف ان الكتاب وصل؟", [holds])
+    assert found is not None and found.qtype is QuestionType.PROCEDURE
+    assert "نرسل لك رسالة نصية" in found.text
