@@ -213,10 +213,11 @@ class OfflineResponder:
         A dialect question is answered across every chunk recalled, by one score
         (select_answer: coverage, type, the chunk's share, its title and its
         retrieval score): «كم يوم عندي عشان ارجع الجوال؟» finds «يمكن إرجاع المنتج
-        خلال 14 يوما…» in the fourth chunk rather than a procedure of the second.
-        Only when that answer is not grounded are the chunks retrieval ranks first
-        read alone, and an MSA question reads only those (its bars were calibrated
-        on ARCD over three).  Last, the first chunk alone when its title is named:
+        خلال 14 يوما…» in the fourth chunk rather than a procedure of the second,
+        even when the first three give a grounded answer.  From a chunk among the
+        first three, the first three's own answer stands (as it does when the
+        wider one is not grounded), and an MSA question reads only those (its bars
+        were calibrated on ARCD over three).  Last, the first chunk alone when its title is named:
         the best sentence can come from a chunk that shares a chance word with the
         question («ممّن كان قد أسلم» for «ممن استعمرت الهند؟») and is about
         something else.
@@ -228,9 +229,15 @@ class OfflineResponder:
         # select_answer reads only the first MSA_CHUNKS of an MSA question: then
         # ``found`` already is the top-ranked chunks' answer.
         found = select(recalled)
-        if (found is not None and found.dialect and len(recalled) > MSA_CHUNKS
-                and not self._grounded(found)):
-            found = select(recalled[:MSA_CHUNKS])
+        if found is not None and found.dialect and len(recalled) > MSA_CHUNKS:
+            wide, found = found, select(recalled[:MSA_CHUNKS])
+            # The wider answer replaces the top chunks' only from a chunk they lack:
+            # over the same chunks, the top three's own weighing (IDF over fewer
+            # sentences) keeps the ARCD answers it was calibrated on («ما هو اول
+            # نادي لعب فيه رونالدو؟», which the bridge reads as dialect).
+            if self._grounded(wide) and (wide.source not in recalled[:MSA_CHUNKS]
+                                         or not self._grounded(found)):
+                found = wide
         if not self._grounded(found) and recalled:
             first = select(recalled[:1])
             if first is not None and first.title_share > 0:
