@@ -30,13 +30,12 @@ import asyncio  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
-from dataclasses import replace  # noqa: E402
 from typing import Any  # noqa: E402
 
 import nlp  # noqa: E402
 from bench._support_sets import DATA, SETS, TENANT, load, norm, recall_chunks, served  # noqa: E402
 from majlis.models import support as support_rules  # noqa: E402
-from majlis.models.answers import MSA_CHUNKS, Answer, document_lead, select_answer  # noqa: E402
+from majlis.models.answers import Answer  # noqa: E402
 from majlis.models.offline import OfflineResponder  # noqa: E402
 from majlis.models.types import Recalled  # noqa: E402
 from memory import kb  # noqa: E402
@@ -64,22 +63,8 @@ class _Banned(OfflineResponder):
 
 
 def decide(r: OfflineResponder, asked: str, recalled: Sequence[Recalled]) -> Answer | None:
-    """OfflineResponder._answer's three stages: the answer served, or None."""
-    def select(rs: Sequence[Recalled]) -> Answer | None:
-        return select_answer(asked, rs, keys=r._keys, stop=r._stop, expand=r._expand,
-                             dialect_cue=r._dialect_cue)
-
-    found = select(recalled[:MSA_CHUNKS])
-    if not r._grounded(found) and len(recalled) > MSA_CHUNKS:
-        wider = select(recalled)
-        if wider is not None and wider.dialect and r._grounded(wider):
-            found = wider
-    if not r._grounded(found) and recalled:
-        first = select(recalled[:1])
-        if first is not None and first.title_share > 0:
-            first = replace(first, lead=document_lead(recalled[:MSA_CHUNKS], 0))
-            if r._grounded(first):
-                found = first
+    """OfflineResponder._answer's stages (OfflineResponder.choose): the answer served, or None."""
+    found = r.choose(asked, recalled)
     return found if found is not None and r._grounded(found) else None
 
 

@@ -89,13 +89,14 @@ async def diagnose(folder: Path) -> tuple[Counter[str], list[str], dict[str, Any
                                          stop=responder._stop, expand=responder._expand,
                                          dialect_cue=responder._dialect_cue)
 
-                found = select(recalled[:MSA_CHUNKS])
-                if not responder._grounded(found) and len(recalled) > MSA_CHUNKS:
-                    wider = select(recalled)
-                    if wider is not None and (responder._grounded(wider)
-                                              or (found is None or gold not in
-                                                  norm(found.text))):
-                        found = wider
+                found = responder.choose(asked, recalled)
+                if not responder._grounded(found):
+                    # Nothing served: an ungrounded answer holding the gold fact, from
+                    # either pool, makes the miss the bars' (``gated``), not selection's.
+                    for other in (select(recalled), select(recalled[:MSA_CHUNKS])):
+                        if other is not None and gold in norm(other.text):
+                            found = other
+                            break
                 chosen = norm(found.text) if found is not None else ""
                 grounded = responder._grounded(found)
                 in_doc = any(gold in s for s in gold_doc_sentences.get(q.doc, []))

@@ -43,7 +43,9 @@ from majlis.models.qtypes import (
     answers_type,
     asks_duration,
     asks_existence,
+    asks_notice,
     asks_price,
+    carries_notice,
     carries_price,
     looks_dialect,
     question_type,
@@ -79,8 +81,16 @@ TYPE_BONUS = 0.15
 # beside it: when two sentences answer about equally, the question's words cannot
 # tell which one holds the fact, and two short sentences still make a short reply.
 RUNNER_UP = 0.25
-# Weight of the chunk's share of the question's concepts in a sentence's score.
+# A dialect question's sentence score adds what its chunk says about the question
+# (chunk_priors): the chunk's share of the question's concepts, the IDF-weighted
+# share its title names, and its retrieval score over the best recalled.  Chosen on
+# the fifteen support sets (session 13): the sentence holding the gold fact was
+# chosen for 688 → 705 of 1,025 dialect questions with the title and retrieval
+# terms; fitted leave-one-set-out (each set scored with weights searched on the
+# other fourteen) 710, and flat for a title weight 0.4–0.8, retrieval 0.1–0.2.
 CHUNK_PRIOR = 0.2
+TITLE_PRIOR = 0.5
+RETRIEVAL_PRIOR = 0.1
 # A second sentence must add this much coverage, or carry the type the first lacks.
 _MIN_GAIN = 0.05
 # Chunks an MSA question reads (the first, by retrieval rank): its bars were
@@ -212,24 +222,15 @@ def select_answer(
 
     title_cover = [covered(_with_skeletons(keys(item.title), roots=dialect))
                    for item in recalled]
-    # Share of the question's concepts each chunk holds anywhere: a sentence from the
-    # chunk about the question beats one that shares a word by chance with another
-    # («إلغاء الاشتراك في أي وقت» for a question about cancelling an *order*).  Dialect
-    # questions only: their loose matching (roots, bridge) makes chance matches
-    # common; on MSA (ARCD) the prior drew unanswerable questions to near-miss
-    # chunks (out-of-KB abstention 0.836 → 0.823, bench/offline_qa.py).
-    prior = CHUNK_PRIOR if dialect else 0.0
-    chunk_share = []
-    for rank in range(len(recalled)):
-        held: set[str] = set().union(*(p[3] for p in pool if p[0] == rank))
-        chunk_share.append(sum(1 for c in concepts if not c.isdisjoint(held)) / len(concepts))
+    prior = _chunk_priors(recalled, pool, concepts, title_cover) if dialect \
+        else [0.0] * len(recalled)
     best: tuple[float, float, int, int] | None = None
     scores: dict[tuple[int, int], float] = {}
     for rank, pos, _s, s_keys, strength in pool:
         base = covered(s_keys)
         if base <= 0:
             continue
-        candidate = (base + TYPE_BONUS * strength + prior * chunk_share[rank],
+        candidate = (base + TYPE_BONUS * strength + prior[rank],
                      title_cover[rank], -rank, -pos)
         scores[rank, pos] = candidate[0]
         if best is None or candidate > best:
@@ -283,6 +284,39 @@ def select_answer(
         typed=typed))
 
 
+def _chunk_priors(recalled: Sequence[Recalled], pool: Sequence[_Candidate],
+                  concepts: Sequence[frozenset[str]], title_cover: Sequence[float]) -> list[float]:
+    """Per recalled chunk, what it adds to its sentences' scores for a dialect question.
+
+    A sentence from the chunk about the question beats one that shares a word by
+    chance with another chunk: «إلغاء الاشتراك في أي وقت» for a question about
+    cancelling an *order* (the chunk's share of the question's concepts,
+    :data:`CHUNK_PRIOR`); «الشحنة بتوصل امتى؟» is about the chunk titled «الشحن»
+    (the title's IDF-weighted share, :data:`TITLE_PRIOR`); and retrieval, which read
+    the whole chunk with the bridge, ranked the chunk (its score over the best
+    recalled, :data:`RETRIEVAL_PRIOR`).  Dialect questions only: their loose matching
+    (roots, bridge) makes chance matches common; on MSA (ARCD) the share drew
+    unanswerable questions to near-miss chunks (out-of-KB abstention 0.836 → 0.823,
+    bench/offline_qa.py).
+
+    >>> from majlis.models.types import Recalled
+    >>> a = Recalled("a#0", "document", "a › الشحن", "يصل الشحن خلال يومين.", "", 2.0)
+    >>> b = Recalled("b#0", "document", "b › الفروع", "تفتح الفروع يوميا.", "", 1.0)
+    >>> pool = [(0, 0, "", frozenset({"شحن"}), 1.0), (1, 0, "", frozenset({"فرع"}), 0.0)]
+    >>> [round(p, 2) for p in _chunk_priors([a, b], pool, [frozenset({"شحن"})], [1.0, 0.0])]
+    [0.8, 0.05]
+    """
+    top = max(item.score for item in recalled)
+    priors = []
+    for rank, item in enumerate(recalled):
+        held: set[str] = set().union(*(p[3] for p in pool if p[0] == rank))
+        share = sum(1 for c in concepts if not c.isdisjoint(held)) / len(concepts)
+        retrieved = item.score / top if top > 0 else 0.0
+        priors.append(CHUNK_PRIOR * share + TITLE_PRIOR * title_cover[rank]
+                      + RETRIEVAL_PRIOR * retrieved)
+    return priors
+
+
 def _without_framing(answer: Answer, with_words: Sequence[Concept], held: Sequence[bool],
                      weight: Sequence[float], chunk_keys: set[str], found: set[str], *,
                      dialect: bool, typed: bool) -> Answer | None:
@@ -333,6 +367,7 @@ def _candidates(question: str, recalled: Sequence[Recalled],
     """Every sentence of the recalled chunks, with how strongly it carries the type asked."""
     duration = asks_duration(question)
     price = asks_price(question)
+    notice = asks_notice(question)
     pool: list[_Candidate] = []
     for rank, item in enumerate(recalled):
         for pos, sentence in enumerate(_sentences(item)):
@@ -345,6 +380,10 @@ def _candidates(question: str, recalled: Sequence[Recalled],
                 # «شكد مدة الأقساط؟» wants «3 أو 6 أو 12 شهرا», not «1000 ريال»:
                 # a number without a time unit answers a how-long question only weakly.
                 strength = 1.0 if type_strength(sentence, QuestionType.TIME) >= 1 else 0.5
+            elif notice and carries_notice(sentence):
+                # «شلون اعرف الجهاز وصل؟» is answered by how one is told («نرسل لك
+                # رسالة نصية فور وصوله»), which carries no step of a procedure.
+                strength = 1.0
             elif price and strength:
                 # «بكام خطة الحماية؟» wants the fee, not «لمدة سنتين»: likewise for prices.
                 strength = 1.0 if carries_price(sentence) else 0.5

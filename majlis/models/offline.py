@@ -190,30 +190,7 @@ class OfflineResponder:
     def _answer(self, ctx: ResponderContext, extras: list[Citation | ToolCallRequest]) -> str:
         say = self._say(ctx.region)
         q_keys = content_keys(ctx.user_text, self._keys, self._stop)
-
-        def select(recalled: Sequence[Recalled]) -> Answer | None:
-            return select_answer(ctx.user_text, recalled, keys=self._keys, stop=self._stop,
-                                 expand=self._expand, dialect_cue=self._dialect_cue)
-
-        # First the chunks retrieval ranks highest; only when they give no grounded
-        # answer, a dialect question's wider pool (select_answer reads all the
-        # recalled chunks for it): the second stage adds answers, never replaces one
-        # (ARCD questions the bridge reads as dialect keep their top-3 answer).
-        found = select(ctx.recalled[:MSA_CHUNKS])
-        if not self._grounded(found) and len(ctx.recalled) > MSA_CHUNKS:
-            wider = select(ctx.recalled)
-            if wider is not None and wider.dialect and self._grounded(wider):
-                found = wider
-        if not self._grounded(found) and ctx.recalled:
-            # The best sentence can come from a chunk that shares a chance word with
-            # the question («ممّن كان قد أسلم» for «ممن استعمرت الهند؟») and is about
-            # something else; the chunk retrieval ranked first, whose title the
-            # question names, answers when it is grounded on its own.
-            first = select(ctx.recalled[:1])
-            if first is not None and first.title_share > 0:
-                first = replace(first, lead=document_lead(ctx.recalled[:MSA_CHUNKS], 0))
-                if self._grounded(first):
-                    found = first
+        found = self.choose(ctx.user_text, ctx.recalled)
         if found is not None and self._grounded(found):
             extras.append(Citation(found.source, snippet=found.text))
             # A dialect lead-in («أبشر، هذي المعلومة:») frames the fact; MSA has
@@ -228,6 +205,46 @@ class OfflineResponder:
                 and found.lead < self._compete):
             return say("clarify_topic", topic=topic)
         return say("dont_know")
+
+    def choose(self, question: str, recalled: Sequence[Recalled]) -> Answer | None:
+        """The answer :meth:`_answer` serves when it is grounded (else the best
+        ungrounded one, whose topic a clarifying question may name).
+
+        A dialect question is answered across every chunk recalled, by one score
+        (select_answer: coverage, type, the chunk's share, its title and its
+        retrieval score): «كم يوم عندي عشان ارجع الجوال؟» finds «يمكن إرجاع المنتج
+        خلال 14 يوما…» in the fourth chunk rather than a procedure of the second,
+        even when the first three give a grounded answer.  From a chunk among the
+        first three, the first three's own answer stands (as it does when the
+        wider one is not grounded), and an MSA question reads only those (its bars
+        were calibrated on ARCD over three).  Last, the first chunk alone when its title is named:
+        the best sentence can come from a chunk that shares a chance word with the
+        question («ممّن كان قد أسلم» for «ممن استعمرت الهند؟») and is about
+        something else.
+        """
+        def select(chunks: Sequence[Recalled]) -> Answer | None:
+            return select_answer(question, chunks, keys=self._keys, stop=self._stop,
+                                 expand=self._expand, dialect_cue=self._dialect_cue)
+
+        # select_answer reads only the first MSA_CHUNKS of an MSA question: then
+        # ``found`` already is the top-ranked chunks' answer.
+        found = select(recalled)
+        if found is not None and found.dialect and len(recalled) > MSA_CHUNKS:
+            wide, found = found, select(recalled[:MSA_CHUNKS])
+            # The wider answer replaces the top chunks' only from a chunk they lack:
+            # over the same chunks, the top three's own weighing (IDF over fewer
+            # sentences) keeps the ARCD answers it was calibrated on («ما هو اول
+            # نادي لعب فيه رونالدو؟», which the bridge reads as dialect).
+            if self._grounded(wide) and (wide.source not in recalled[:MSA_CHUNKS]
+                                         or not self._grounded(found)):
+                found = wide
+        if not self._grounded(found) and recalled:
+            first = select(recalled[:1])
+            if first is not None and first.title_share > 0:
+                first = replace(first, lead=document_lead(recalled[:MSA_CHUNKS], 0))
+                if self._grounded(first):
+                    found = first
+        return found
 
     def _grounded(self, found: Answer | None) -> bool:
         """Do the chosen sentences answer, from a chunk about what was asked?

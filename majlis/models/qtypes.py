@@ -25,7 +25,9 @@ __all__ = [
     "answers_type",
     "asks_duration",
     "asks_existence",
+    "asks_notice",
     "asks_price",
+    "carries_notice",
     "carries_price",
     "fold_words",
     "in_vocab",
@@ -103,7 +105,8 @@ _NUMBER_WORDS = frozenset(
     " ريال ريالا درهم درهما دينار دينارا جنيه جنيها ليره دولار يورو".split()
 )
 _TIME_WORDS = frozenset(
-    "يوم ايام يومين ساعه ساعات اسبوع اسابيع اسبوعين شهر اشهر شهرين سنه سنوات عام اعوام"
+    "يوم ايام يومين ساعه ساعات ساعتين اسبوع اسابيع اسبوعين شهر اشهر شهرين سنه سنتين سنوات"
+    " عام عامين اعوام دقيقتين"
     " دقيقه دقايق صباحا صباح مساء مساءا ظهرا عصرا ليلا فجرا الاحد الاثنين الثلاثاء"
     " الاربعاء الخميس الجمعه السبت احد اثنين ثلاثاء اربعاء خميس جمعه سبت خلال بعد قبل"
     " يناير فبراير مارس ابريل مايو يونيو يوليو اغسطس سبتمبر اكتوبر نوفمبر ديسمبر"
@@ -223,6 +226,8 @@ _REQUIREMENT_CUES = frozenset(
     " احتاج نحتاج يحتاج خاصني خصني اجيب جيب نجيب احضر bring papers wra9 awra2 shorot"
     " lazem lazim".split()
 )
+# The definite hour before «كم/كام/قديش…»: «الساعة كام» asks what time (folded).
+_THE_HOUR = frozenset("الساعه للساعه".split())
 # «لأي ساعة», «أي يوم»: which hour/day asks a time.
 # Dialect «which»: Egyptian انهي, Iraqi ياتو/يا, Maghrebi اينا/اشمن, Arabizi.
 _WHICH = frozenset("اي لاي باي انهي اينا اشمن ياتو ay ayy anhi ina ashmen".split())
@@ -241,18 +246,26 @@ def question_type(text: str) -> QuestionType:
     >>> [question_type(q).value for q in ("شكد سعر التوصيل؟", "امتى تفتحون؟",
     ...     "وين أقرب فرع؟", "يشمله الضمان؟", "شلون أغير الباسورد؟", "abi a3raf")]
     ['quantity', 'time', 'place', 'yes_no', 'procedure', 'other']
+    >>> [question_type(q).value for q in ("المعمل بيفتح الساعة كام؟", "كم ساعة تاخذ الصيانة؟",
+    ...     "الموقف قديش الساعة؟")]
+    ['time', 'quantity', 'quantity']
     >>> [question_type(q).value for q in ("بأي ايام تفتحون؟", "انهي فرع قريب مني؟",
     ...     "تعطوني خط مؤقت؟ لكم شهر؟", "الهدية لكم؟")]
     ['time', 'place', 'quantity', 'other']
     """
     words = fold_words(text)
-    for word in words:
+    for i, word in enumerate(words):
         # «لشحال», «لامتى», «لوين»: a question word after the preposition ل.
         # Three letters at least after it: «لكم» is «for you», not «كم».
         forms = (word, PROCLITIC.sub("", word),
                  word[1:] if word[:1] == "ل" and len(word) > 3 else word)
         for qtype, vocab in _TYPE_WORDS.items():
             if any(f in vocab for f in forms):
+                if qtype is QuestionType.QUANTITY and i > 0 and words[i - 1] in _THE_HOUR:
+                    # «بيفتح الساعة كام؟», «لحد الساعة كم؟»: the hour asked is a clock
+                    # time, answered by «من السابعة صباحا»; «كم ساعة» (how many hours)
+                    # and «قديش الساعة» (how much an hour) stay quantities.
+                    return QuestionType.TIME
                 return qtype
     bare = [PROCLITIC.sub("", w) for w in words]
     for prev, word, written in zip(["", *bare], bare, words, strict=False):
@@ -356,6 +369,38 @@ _PRICE_EVIDENCE = frozenset(
     "ريال ريالا ريالات درهم درهما دراهم دينار دينارا دنانير جنيه جنيها جنيهات ليره ليرات"
     " دولار دولارا يورو بالميه بالمايه مجانا مجاني مجانيه".split()  # folded: ئ → ي
 )
+
+
+# «شلون اعرف…؟», «هعرف ازاي…؟», «kifach n3ref…?»: how the customer will *know*
+# (folded: the verb «to know» with the five regions' person and future prefixes).
+_KNOW_VERBS = frozenset(
+    "اعرف نعرف تعرف هعرف هنعرف حعرف حنعرف بعرف بنعرف راح اعرف كنعرف غنعرف نعرفو"
+    " a3ruf a3rif a3ref a3raf n3ref na3ref n3arf na3rif ne3ref".split()
+)
+# How one is told or shown: a message, a notification, a call, a status shown.
+_NOTICE_EVIDENCE = frozenset(
+    "رساله رسائل نصيه اشعار اشعارا تنبيه نبلغك نبلغ يبلغ تبلغ نرسل يرسل ترسل يصلك تصلك"
+    " يصل تصل يتصل نتصل بريد تعرض يعرض تظهر يظهر".split()
+)
+
+
+def asks_notice(text: str) -> bool:
+    """Does a how-question ask how the customer will know something?
+
+    >>> asks_notice("شلون اعرف الجهاز وصل؟"), asks_notice("كيف اغير كلمة المرور؟")
+    (True, False)
+    """
+    return question_type(text) is QuestionType.PROCEDURE and any(
+        w in _KNOW_VERBS for w in fold_words(text))
+
+
+def carries_notice(sentence: str) -> bool:
+    """Does ``sentence`` say how one is told or shown (a message, a notification)?
+
+    >>> carries_notice("نرسل لك رسالة نصية عند وصول الجهاز."), carries_notice("افتح صفحة طلباتي.")
+    (True, False)
+    """
+    return any(f in _NOTICE_EVIDENCE for w in fold_words(sentence) for f in _forms(w))
 
 
 def asks_price(text: str) -> bool:

@@ -109,4 +109,22 @@ def with_skeletons(found: Sequence[str], text: str = "", *,
                for f in (_surface_forms(w) if roots else proclitic_forms(w)[-1:])]
     forms = (*found, *surface)
     out = frozenset(found) | {sk for k in forms if (sk := skeleton_of(k)) is not None}
-    return out | {r for k in forms if (r := root_of(k)) is not None} if roots else out
+    if not roots:
+        return out
+    return out | {r for k in forms if (r := root_of(k)) is not None} \
+        | {a for k in forms if (a := assimilated_root(k)) is not None}
+
+
+def assimilated_root(key: str) -> str | None:
+    """The root of an imperfect whose first radical و fell: «يصل», «تصل» → «^وصل»
+    (as «توصيل», «وصول»), «يضع» → «^وضع».  root_of keeps a 3-letter key as its own
+    root, so «يصل الشحن خلال يومين» never met «الشحنة بتوصل امتى؟»; the extra form
+    only adds a meeting point (a 3-letter imperfect is rarely anything else).
+
+    >>> [assimilated_root(k) for k in ("يصل", "تصل", "نصل", "يرجع", "وصل")]
+    ['^وصل', '^وصل', '^وصل', None, None]
+    """
+    if len(key) == 3 and key[0] in "يتن" and _ARABIC_WORD.fullmatch(key):
+        return f"^و{key[1:]}"
+    return None
+
