@@ -379,7 +379,7 @@ _KNOW_VERBS = frozenset(
 )
 # How one is told or shown: a message, a notification, a call, a status shown.
 _NOTICE_EVIDENCE = frozenset(
-    "رساله رسائل نصيه اشعار اشعارا تنبيه نبلغك نبلغ يبلغ تبلغ نرسل يرسل ترسل يصلك تصلك"
+    "رساله رسايل نصيه اشعار اشعارا تنبيه نبلغك نبلغ يبلغ تبلغ نرسل يرسل ترسل يصلك تصلك"
     " يصل تصل يتصل نتصل بريد تعرض يعرض تظهر يظهر".split()
 )
 
