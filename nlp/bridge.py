@@ -26,6 +26,19 @@ from importlib import resources
 
 from nlp.arabizi import arabizi_to_arabic, arabizi_word_score, looks_arabizi
 from nlp.arabizi_spell import spellings, split_article
+from nlp.bridge_forms import (
+    MIN_STRIPPED,
+    MIN_VERB_STEM,
+    VERB_PREFIX,
+    arabic_forms,
+    hamza_seat,
+    latin_forms,
+    longest_first,
+    msa_form,
+    peeled_forms,
+    verb_stems,
+    weak_final,
+)
 from nlp.clitics import strip_proclitics
 from nlp.normalize import clean, fold, latin_lower
 
@@ -41,136 +54,14 @@ _ARABIZI_DIGIT = re.compile(r"[a-z][235789]|[235789][a-z]")
 # so «اگدر» is one word, not «ا» + «در».
 _BORROWED_WORD = re.compile("[\u0621-\u064a\u067e\u0686\u06a4\u06af]+")
 _BORROWED = str.maketrans({"\u06af": "ق", "\u0686": "ك", "\u06a4": "ف", "\u067e": "ب"})
-# Enclitic pronouns a dialect word often carries (دوامكم، فلوسي، شلونك، حسابه،
-# يوصلني) and the feminine plural a lexicon noun takes (كوبونات، جوالات).
-_ENCLITICS = ("كم", "كو", "نا", "ها", "هم", "ات", "ني", "ك", "ي", "ه", "و")
-# Below this many letters a word is too short to peel an enclitic from (مو + ك ≠ موك).
-_MIN_STEM_FOR_ENCLITIC = 3
 # Longest dialect phrase in the lexicon, in words.
 _MAX_PHRASE = 3
-# Distinct words whose forms, stems and lookup orders are kept (each a few
-# hundred bytes): a message's words are looked up several times a turn (its
-# phrases, its verbs, the dialect evidence) and most recur across turns.
-_WORD_CACHE = 1 << 15
-# Dialect verb prefixes on the imperfect: Egyptian/Levantine بـ (بيوصل، بتقبلوا),
-# Egyptian future هـ (هترجع), Moroccan كـ (كتقبلو، كيخدم).  Without them the verb is
-# the MSA imperfect (يوصل، تقبلوا، ترجع).  Only before ي/ت/ن and at least four
-# letters, so بيت or كتب are left alone.
-_VERB_PREFIX = re.compile("^[بهك](?=[يتن][\u0621-\u064a]{3})")
-
-
-# Verb entries (``~stem`` in bridge.tsv) match every person of the verb.  Prefixes:
-# the imperfect's person letter (ي/ت/ن/ا), the passive انـ (انشحن، انقفل); suffixes:
-# subject and object pronouns of both tenses, and Moroccan ‑ات (تصيفطات «it was sent»).
-_PERSON = "يتنا"
-# ‑ل + pronoun, "to/for me, you, us": «نعيطلكم», «نفتحلكن», «بتبعتلنا».
-_VERB_SUFFIXES = ("تولي", "ولكم", "ولنا", "ولي", "يلي", "تونا", "ناها", "لكم", "لكن", "لنا",
-                  "لهم", "وها", "وني", "ون", "وا", "ين",
-                  "تو", "تي", "تم", "نا", "ها", "هم", "كم", "ني", "لي", "لك", "ات", "و", "ي",
-                  "ت", "ه", "ك")
-_MIN_VERB_STEM = 3
 # Region tags that say a word is not regional: shared by all, or MSA itself.
 _SHARED = frozenset({"all", "msa", ""})
 # Readings of an Arabizi word tried against the lexicon, and given as the
 # word's Arabic forms when none is an entry (nlp.arabizi_spell orders them).
 _ARABIZI_LOOKUPS = 12
 _ARABIZI_READINGS = 6
-
-
-# French elision, as Maghrebi Arabizi keeps it: «l'ordinateur», «d'identité».
-_ELISION = re.compile("^[ld]'(?=[a-z]{2})")
-
-
-@lru_cache(maxsize=_WORD_CACHE)
-def _latin_forms(word: str) -> frozenset[str]:
-    """A Latin word as written and without an elided article (an entry «l'eau» wins).
-
-    >>> sorted(_latin_forms("l'ordinateur"))
-    ["l'ordinateur", 'ordinateur']
-    """
-    return frozenset({word, _ELISION.sub("", word)})
-
-
-def _weak_final(stem: str) -> str:
-    """A defective verb's last letter unified: «بقا»، «بقى»، «بقي» → «بقي»."""
-    return stem[:-1] + "ي" if stem and stem[-1] in "اي" else stem
-
-
-@lru_cache(maxsize=_WORD_CACHE)
-def verb_stems(word: str) -> frozenset[str]:
-    """Candidate stems of a folded dialect verb form, to meet ``~stem`` entries.
-
-    >>> sorted(s for s in verb_stems("كتصيفطو") if s == "صيفط")
-    ['صيفط']
-    >>> "عطي" in verb_stems("تعطون"), "لغي" in verb_stems("نلغيها"), "بقي" in verb_stems("كتبقاو")
-    (True, True, True)
-    """
-    bases = set(_arabic_forms(word))
-    for base in list(bases):
-        # Egyptian and Maghrebi negation ما…ش: «ماوصلش», «تصلحاتش», «شارجيتش».
-        if base.endswith("ش") and len(base) >= 5:
-            bare = base[:-1]
-            bases.update({bare, bare[2:]} if bare.startswith("ما") and len(bare) >= 5 else {bare})
-    for base in list(bases):
-        if base[:2] in ("ان", "ات") and len(base) >= 5:
-            bases.add(base[2:])  # انفعل «انشحن» → «شحن», Egyptian اتفعل «اتقفل» → «قفل»
-    for base in list(bases):
-        if len(base) > _MIN_VERB_STEM and base[0] in _PERSON:
-            bases.add(base[1:])
-        elif len(base) == _MIN_VERB_STEM and base[0] in _PERSON:
-            bases.add(base[1:] + base[-1])  # «اسد» (أسدّ) → «سدد»
-    out = set()
-    for base in bases:
-        out.add(_weak_final(base))
-        for suffix in _VERB_SUFFIXES:
-            if base.endswith(suffix):
-                stem = base[: -len(suffix)]
-                if suffix == "ت" and stem.endswith("ا"):
-                    continue  # «لغات» is the plural ‑ات of «لغة», not «لغا» + ت
-                if len(stem) >= _MIN_VERB_STEM:
-                    out.add(_weak_final(stem))
-                elif len(stem) == _MIN_VERB_STEM - 1 and suffix[0] == "و":
-                    # Only before the plural ‑و(ن/ا): «كتسدو» → سد → «سدد» (a doubled
-                    # verb), «تعطون» → عط → «عطي» (the ي falls); never before ت/ي,
-                    # where «وجدت», «مدى» would turn into جدد, مدد.
-                    out.add(stem + stem[-1])
-                    out.add(stem + "ي")
-    return frozenset(stem for stem in out if len(stem) >= _MIN_VERB_STEM)
-
-
-_MSA_PREFIXES = ("", "ي", "ت", "ن", "ا", "سي", "ست", "سن", "م")
-_MSA_SUFFIXES = ("", "ون", "وا", "ين", "ان", "ت", "نا", "تم", "تن", "ه", "ها", "هم", "ي", "ك",
-                 "كم", "ني", "وه", "وها", "وهم", "يه")
-
-
-def _msa_form(token: str, stem: str) -> bool:
-    """Could ``token`` be an MSA form of the verb ``stem`` (person prefix, MSA suffix)?
-
-    >>> _msa_form("يرجع", "رجع"), _msa_form("ترجعولي", "رجع"), _msa_form("اتقفل", "قفل")
-    (True, False, False)
-    """
-    bare = strip_proclitics(token)
-    # A defective verb drops or changes its ي: «يلغون», «اشتراه», «اشترى» from «شتري».
-    stems = {stem, stem[:-1], stem[:-1] + "ا"} if stem.endswith("ي") else {stem}
-    return any(f"{p}{s}{x}" in (token, bare)
-               for s in stems for p in _MSA_PREFIXES for x in _MSA_SUFFIXES)
-
-
-@lru_cache(maxsize=_WORD_CACHE)
-def _arabic_forms(word: str) -> frozenset[str]:
-    """The folded word, without its proclitic, without a dialect verb prefix:
-    «والحين» → {والحين, حين}; «بيصير» → {بيصير, يصير}.
-
-    A two-letter rest after the article is no entry's word: the article never
-    comes before كم or شو, so «الجم» (the gym) is not Iraqi «جم» (كم).
-
-    >>> sorted(_arabic_forms("الجم")), sorted(_arabic_forms("والحين"))
-    (['الجم'], ['حين', 'والحين'])
-    """
-    bare = strip_proclitics(word)
-    forms = {word} if len(bare) < _MIN_STRIPPED and "ال" in word[: -len(bare) or None] \
-        else {word, bare}
-    return frozenset(forms | {_VERB_PREFIX.sub("", w) for w in forms})
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +89,7 @@ class Bridge:
             return None
         for stem in sorted(verb_stems(token)):
             if stem in self.verbs and (stem in self.regional_verbs or stem in self.synonym_verbs
-                                       or not _msa_form(token, stem)):
+                                       or not msa_form(token, stem)):
                 return stem
         return None
 
@@ -214,18 +105,18 @@ class Bridge:
             # names no lexicon word, yet no policy is written that way.
             return True
         # A dialect verb prefix on a verb the lexicon knows: «بيغطي»، «كتقبلو».
-        if any(_VERB_PREFIX.sub("", t) != t and self._lookup_key([{_VERB_PREFIX.sub("", t)}],
+        if any(VERB_PREFIX.sub("", t) != t and self._lookup_key([{VERB_PREFIX.sub("", t)}],
                                                                  enclitics=True)
                for t in tokens):
             return True
         if any((stem := self._verb(t)) is not None and stem in self.regional_verbs
                for t in tokens):
             return True
-        words = [_arabic_forms(w) for w in tokens]
+        words = [arabic_forms(w) for w in tokens]
         # English words the lexicon lists for Arabizi («order», «balance») are no
         # dialect evidence in an English sentence.
         english = sum(arabizi_word_score(w) for w in latin_words) < 0
-        latin = [] if english else [_latin_forms(w) for w in latin_words]
+        latin = [] if english else [latin_forms(w) for w in latin_words]
         for forms, enclitics in ((words, True), (latin, False)):
             for start in range(len(forms)):
                 for size in range(min(_MAX_PHRASE, len(forms) - start), 0, -1):
@@ -249,7 +140,7 @@ class Bridge:
         # so the word's ق/ك/ف/ب spelling is what meets an MSA document.
         borrowed = {w.translate(_BORROWED) for w in _BORROWED_WORD.findall(fold(clean(text)))
                     if w != w.translate(_BORROWED)}
-        arabic = [_arabic_forms(w) for w in tokens]
+        arabic = [arabic_forms(w) for w in tokens]
         yield from self._scan(arabic, enclitics=True)
         for token, forms in zip(tokens, arabic, strict=True):
             if self._lookup([forms], enclitics=True) is not None:
@@ -258,15 +149,15 @@ class Bridge:
             if stem is not None:
                 yield self.verbs[stem]  # «كيصيفطو» → ~صيفط → أرسل شحن
                 continue
-            bare = _VERB_PREFIX.sub("", token)
+            bare = VERB_PREFIX.sub("", token)
             if bare != token:
                 yield (bare,)  # «كتقبلو» → «تقبلو»: without its prefix, the MSA verb
             elif token in borrowed:
                 yield (token,)  # «وگت» → «وقت», «الگيمة» → «القيمة»: the MSA spelling
-            elif (seated := _hamza_seat(strip_proclitics(token))) is not None:
+            elif (seated := hamza_seat(strip_proclitics(token))) is not None:
                 yield (seated,)  # «زايدة» → «زائدة», «السايق» → «سائق»
         latin_words = _LATIN_WORD.findall(latin_lower(text))
-        latin = [_latin_forms(w) for w in latin_words]
+        latin = [latin_forms(w) for w in latin_words]
         yield from self._scan(latin, enclitics=False)
         # Arabizi: the same word in Arabic letters meets the Arabic entries
         # («3ayez» → عايز → أريد), and is itself what an Arabic text would say
@@ -281,7 +172,7 @@ class Bridge:
             or (len(tokens) < len(latin_words)
                 and sum(arabizi_word_score(w) for w in latin_words) >= 0)))
         for word in latin_words:
-            if self._lookup([_latin_forms(word)], enclitics=False) is not None:
+            if self._lookup([latin_forms(word)], enclitics=False) is not None:
                 continue
             if not (arabizi or _ARABIZI_DIGIT.search(word)):
                 continue
@@ -309,7 +200,7 @@ class Bridge:
 
     def _arabizi_hit(self, word: str) -> tuple[str, ...] | None:
         for reading in self._arabizi_readings(word)[:_ARABIZI_LOOKUPS]:
-            hit = self._lookup([_arabic_forms(reading)], enclitics=True)
+            hit = self._lookup([arabic_forms(reading)], enclitics=True)
             if hit is None and (stem := self._verb(reading)) is not None:
                 hit = self.verbs[stem]
             if hit is not None:
@@ -350,60 +241,16 @@ class Bridge:
             # Longest first, the word as written before its stripped forms («لإيمتى»،
             # until when, is an entry before «إيمتى», when); sorted: set order
             # varies between processes, the result must not.
-            own = _longest_first(frozenset(options))
+            own = longest_first(frozenset(options))
             if enclitics and last:
                 # The word as written wins over a peeled form: «فيني» (can I) is
                 # not «فين» (where) + ي.
-                peeled = [(*c, p) for c in candidates for p in _peeled(frozenset(options))]
+                peeled = [(*c, p) for c in candidates for p in peeled_forms(frozenset(options))]
             candidates = [(*c, w) for c in candidates for w in own]
         for key in (*candidates, *peeled):
             if key in self.entries:
                 return key
         return None
-
-
-# Dialect writing drops the hamza's seat after a long ā: «فوايد، رسايل، سايق، زايد»
-# for فوائد، رسائل، سائق، زائد.  Only inside a word (a letter on both sides).
-# Not before a final ه/ا: «حمايه، نهايه، قضايا» are written so in MSA too.
-_ALEF_YEH = re.compile("(?<=[\u0621-\u064a])اي(?=[\u0621-\u064a])(?![هوا]$)")
-
-
-def _hamza_seat(word: str) -> str | None:
-    """The MSA spelling of a word written without its hamza seat, or None.
-
-    >>> _hamza_seat("زايده"), _hamza_seat("ايام"), _hamza_seat("حمايه"), _hamza_seat("دفع")
-    ('زائده', None, None, None)
-    """
-    seated = _ALEF_YEH.sub("ائ", word)
-    return seated if seated != word else None
-
-
-@lru_cache(maxsize=_WORD_CACHE)
-def _longest_first(options: frozenset[str]) -> tuple[str, ...]:
-    return tuple(sorted(options, key=lambda w: (-len(w), w)))
-
-
-@lru_cache(maxsize=_WORD_CACHE)
-def _peeled(options: frozenset[str]) -> tuple[str, ...]:
-    """The forms without an enclitic that are not forms as written, sorted; ‑ني ("me":
-    «وصلني») first, then ‑ي alone (a noun ending in ن: «تلفوني»): ('تلفو', 'تلفون')."""
-    first = sorted({_peel(w) for w in options} - options)
-    my = sorted({w[:-1] for w in options if w.endswith("ني")
-                 and len(w) - 1 > _MIN_STEM_FOR_ENCLITIC} - options - set(first))
-    return tuple(first + my)
-
-
-def _peel(word: str) -> str:
-    for suffix in _ENCLITICS:
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM_FOR_ENCLITIC:
-            return word[: -len(suffix)]
-    return word
-
-
-# A proclitic-stripped key shorter than this (in letters, per word) is another
-# word, not the entry without its و/ب/ل: «بكم» (for how much) → «كم» (how many),
-# «لبس» (clothes) → «بس» (only).
-_MIN_STRIPPED = 3
 
 
 def _key(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
@@ -414,7 +261,7 @@ def _key(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
         return tuple(latin.split()), None
     words = tuple(fold(clean(phrase)).translate(_BORROWED).split())
     stripped = tuple(strip_proclitics(w) for w in words)
-    if stripped == words or any(len(w) < _MIN_STRIPPED for w in stripped):
+    if stripped == words or any(len(w) < MIN_STRIPPED for w in stripped):
         return words, None
     return words, stripped
 
@@ -447,10 +294,10 @@ def parse_bridge(text: str) -> Bridge:
         msa = tuple(fields[1].split())
         regions = {r.strip() for r in fields[2].split(",")} if len(fields) > 2 else set()
         if fields[0].startswith("~"):
-            stem = _weak_final(fold(clean(fields[0][1:].strip())).translate(_BORROWED))
-            if len(stem) == _MIN_VERB_STEM - 1:
+            stem = weak_final(fold(clean(fields[0][1:].strip())).translate(_BORROWED))
+            if len(stem) == MIN_VERB_STEM - 1:
                 stem += stem[-1]  # «~سد» (سدّ) is written doubled: «سدد»
-            if len(stem) < _MIN_VERB_STEM or " " in stem:
+            if len(stem) < MIN_VERB_STEM or " " in stem:
                 raise ValueError(f"bridge.tsv:{number}: a ~verb stem is one word of 3+ letters")
             verbs[stem] = tuple(dict.fromkeys(verbs.get(stem, ()) + msa))
             if regions - _SHARED:

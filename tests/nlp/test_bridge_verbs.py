@@ -6,7 +6,8 @@ import pytest
 from _bridge_cases import assert_expands_to
 
 import nlp
-from nlp.bridge import parse_bridge, verb_stems
+from nlp.bridge import parse_bridge
+from nlp.bridge_forms import verb_stems
 
 LEXICON = "~صيفط\tأرسل\tmaghrebi\n~رجع\tإرجاع\tall\nفين\tأين\tegyptian\nفيني\tيمكنني\tlevantine\n"
 

@@ -7,13 +7,13 @@ mutated a shared set would change the expansion of every later message.
 
 from __future__ import annotations
 
-from nlp import bridge
-from nlp.bridge import load_bridge, verb_stems
+from nlp.bridge import load_bridge
+from nlp.bridge_forms import arabic_forms, verb_stems
 
 
 def test_shared_word_results_are_frozen() -> None:
     assert isinstance(verb_stems("ترجعولي"), frozenset)
-    assert isinstance(bridge._arabic_forms("والحين"), frozenset)
+    assert isinstance(arabic_forms("والحين"), frozenset)
     assert verb_stems("ترجعولي") is verb_stems("ترجعولي")
 
 
