@@ -40,7 +40,7 @@ from majlis.events import Envelope, Event, TurnCompleted, event_from_dict
 from majlis.fence import PendingCheckpoint, deferring
 from majlis.persistence import Persistence
 from majlis.pii_context import holding_raw
-from majlis.queueing import EnteringLock
+from majlis.queueing import EnteringLock, Starting
 from majlis.records import CompletedTurn, TurnInput
 from majlis.state import ThreadState, held_calls, turn_start
 from majlis.threads import Lease, RequestKey, RequestRecord, ThreadRow, TurnCommit
@@ -102,27 +102,45 @@ class TurnRunner:
 
     def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], persistence: Persistence,
                  *, policy: Literal["reject", "enqueue"], enqueue_wait_s: float,
-                 replay_window_s: float) -> None:
+                 replay_window_s: float, queued_while_starting: bool = True) -> None:
         self._graph = graph
         self._db = persistence
         self._policy = policy
         self._enqueue_wait_s = enqueue_wait_s
         self._window_s = replay_window_s
+        self._starting = Starting(enabled=queued_while_starting)
 
     async def run(self, order: TurnOrder) -> AsyncGenerator[Envelope, None]:
         """The turn's events, or its replay when its ``request_id`` already finished.
 
-        Raises before the first event: NotFound, RequestIdReused, ThreadBusy,
-        ResourceExhausted; during the turn: DeadlineExceeded, Unavailable.
+        Raises before the first event other than ``queued``: NotFound,
+        RequestIdReused, ThreadBusy, ResourceExhausted; during the turn:
+        DeadlineExceeded, Unavailable.
         """
         deadline = time.monotonic() + order.timeout_s
-        with self._db.errors():
-            thread_id, replay, new_row, new_thread = await self._claim(order)
+        # Arriving behind other turns that are still starting (a burst of new
+        # streams): ``queued`` (starting) is said now, before this turn's own
+        # claim and lock round trips; nobody ahead, nothing said (queueing.Starting).
+        start = self._starting.join()
+        try:
+            said = bool(start.ahead and order.input.thread_id)
+            if said:
+                yield Envelope(order.input.thread_id, "", 0, start.queued())
+            with self._db.errors():
+                thread_id, replay, new_row, new_thread = await self._claim(order)
+        except BaseException:
+            start.leave()
+            raise
         if replay is not None:
             # A finished request is immutable: replaying needs no lock.
+            start.leave()
             for envelope in replayed(replay):
                 yield envelope
             return
+        if start.ahead and not said:
+            # A new thread's id is known only now (a request_id's claim may have
+            # found the thread of an earlier attempt).
+            yield Envelope(thread_id, "", 0, start.queued())
         inp = order.input
         # Not made "current": the span lives across yields to the caller.
         span = _tracer.start_span("diwaniya.turn", attributes={
@@ -147,6 +165,7 @@ class TurnRunner:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
                     unlogged = envelope
+                    start.leave()  # its first event (queued or turn_started) is out
                     yield envelope
                     unlogged = None
                     if log is not None:
@@ -162,6 +181,7 @@ class TurnRunner:
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             raise
         finally:
+            start.leave()
             span.end()
 
     async def _claim(self, order: TurnOrder

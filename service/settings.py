@@ -234,6 +234,10 @@ class Settings(BaseSettings):
     # How long a request_id replays its finished turn (and rejects different
     # content); older request records are pruned.
     request_replay_window_s: float = Field(default=86400.0, gt=0)
+    # A turn that arrives while others of this process have not sent their
+    # first event yet says ``queued`` (reason ``starting``) at once, before its
+    # own database round trips (majlis.queueing.Starting). false: it does not.
+    queued_while_starting: bool = True
     # ResumeTurn's per-turn event log (majlis.turn_log): rows expire after
     # this many seconds; at most this many events per turn are kept.
     turn_events_ttl_s: float = Field(default=600.0, gt=0)
