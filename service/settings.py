@@ -238,6 +238,9 @@ class Settings(BaseSettings):
     # first event yet says ``queued`` (reason ``starting``) at once, before its
     # own database round trips (majlis.queueing.Starting). false: it does not.
     queued_while_starting: bool = True
+    # Build the tables a turn parses on first use (service.warm) before the
+    # replica reports ready, not inside its first turns. false: on first use.
+    warm_on_start: bool = True
     # ResumeTurn's per-turn event log (majlis.turn_log): rows expire after
     # this many seconds; at most this many events per turn are kept.
     turn_events_ttl_s: float = Field(default=600.0, gt=0)
