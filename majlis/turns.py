@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -38,6 +38,7 @@ from diwaniya.errors import (
 from majlis.approvals import not_held
 from majlis.events import Envelope, Event, TurnCompleted, event_from_dict
 from majlis.fence import PendingCheckpoint, deferring
+from majlis.graph_run import DONE, GraphRun
 from majlis.persistence import Persistence
 from majlis.pii_context import holding_raw
 from majlis.queueing import EnteringLock, Starting
@@ -269,12 +270,10 @@ class TurnRunner:
             with deferring(pending), holding_raw(order.raw):
                 # aclosing: an abandoned turn closes the graph's run here, while
                 # the pending checkpoint is still this context's (docs/fencing.md).
-                async with contextlib.aclosing(cast(AsyncGenerator[Any, None], self._graph.astream(
-                        turn_start(inp), config, stream_mode="custom", durability="exit"
-                ))) as chunks:
+                async with GraphRun(self._graph, turn_start(inp), config) as run:
                     at = _loop_deadline(deadline)
-                    while (chunk := await _step(chunks, at, order.timeout_s)) is not _DONE:
-                        # Nodes write only majlis.events dataclasses to the custom stream.
+                    while (chunk := await _step(run, at, order.timeout_s)) is not DONE:
+                        # Nodes write only majlis.events dataclasses (majlis.nodes._emit).
                         yield numbered(cast(Event, chunk))
             done_turn = _outcome(pending, inp.turn_id)
             final = numbered(done_turn.to_event(pending.checkpoint_id))
@@ -386,11 +385,8 @@ def _describe(span: Span, envelope: Envelope) -> None:
         "diwaniya.dialect": event.dialect, "diwaniya.replayed": event.replayed})
 
 
-_DONE = object()
-
-
-async def _step(chunks: AsyncIterator[Any], at: float, timeout_s: float) -> Any:
-    """The graph's next chunk (``_DONE`` at its end), within the turn's deadline.
+async def _step(run: GraphRun, at: float, timeout_s: float) -> Any:
+    """The run's next event (``DONE`` at its end), within the turn's deadline.
 
     The deadline covers only the graph's own work, never a ``yield``: a
     timeout around the whole loop cancels whatever its task awaits when it
@@ -401,7 +397,7 @@ async def _step(chunks: AsyncIterator[Any], at: float, timeout_s: float) -> Any:
     timer = asyncio.timeout_at(at)
     try:
         async with timer:
-            return await anext(chunks, _DONE)
+            return await run.next()
     except TimeoutError:
         if not timer.expired():
             raise
