@@ -70,6 +70,8 @@ class GraphRun:
                 pass
 
     def _put(self, event: Any) -> None:
+        # Called on the loop: every step runs as a coroutine on it (majlis.graph
+        # runs sync steps inline, never in LangGraph's thread pool).
         self._events.append(event)
         self._rouse()
 
