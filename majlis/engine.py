@@ -59,6 +59,8 @@ class EngineConfig:
     default_timezone: str = "Asia/Kuwait"
     # How long a request_id replays its turn (and binds its content).
     replay_window_s: float = 86400.0
+    # ``queued`` (starting) on arrival behind turns still starting (majlis.queueing.Starting).
+    queued_while_starting: bool = True
 
     @classmethod
     def from_settings(cls, settings: object) -> EngineConfig:
@@ -100,7 +102,8 @@ class ConversationEngine:
         self._config = config
         self._turns = TurnRunner(graph, persistence, policy=config.policy,
                                  enqueue_wait_s=config.enqueue_wait_s,
-                                 replay_window_s=config.replay_window_s)
+                                 replay_window_s=config.replay_window_s,
+                                 queued_while_starting=config.queued_while_starting)
 
     # ------------------------------------------------------------------ turns
     async def run_turn(

@@ -113,8 +113,11 @@ class TurnCompleted:
 @dataclass(frozen=True, slots=True)
 class Queued:
     """The turn waits for capacity: ``thread_busy`` (another turn runs on the
-    thread) or ``lock_pool`` (no lock connection is free: all hold running turns,
-    or the pool is still opening one). Said at once when the wait is certain, else
+    thread), ``lock_pool`` (no lock connection is free: all hold running turns,
+    or the pool is still opening one) or ``starting`` (``position`` turns that
+    arrived before it in this process have not sent their first event yet:
+    said on arrival, before the turn's own database round trips,
+    majlis.queueing.Starting). Said at once when the wait is certain, else
     once the wait has lasted ``majlis.threads.QUEUED_AFTER_S``; at most once per
     reason. Sent before ``turn_started``, with ``seq`` 0 and no ``turn_id`` yet."""
 

@@ -167,18 +167,19 @@ def build_graph(
     # each in its own span as before (``graph.node phase`` …): a message's
     # analyse → phase → recall → respond → remember (hold → remember while
     # handed off), an approval's settle → remember.
-    graph.add_node("turn", _turn(
+    graph.add_node("turn", _untraced(_turn(
         _chained(("settle", steps["settle"]), remember),
         _chained(("analyse", steps["analyse"]), ("phase", steps["phase"])),
         hold=_chained(("hold", steps["hold"]), remember),
-        recall=_chained(("recall", steps["recall"]), ("respond", steps["respond"]), remember)))
+        recall=_chained(("recall", steps["recall"]), ("respond", steps["respond"]), remember)),
+        "turn"))
     # ``remember`` alone is reached by no edge: ReleaseHandoff writes its
     # change as this node (``aupdate_state(as_node="remember")``).
-    graph.add_node("remember", _traced(*remember))
+    graph.add_node("remember", _untraced(_traced(*remember), "remember"))
     graph.add_edge(START, "turn")
     ends = ("turn", "remember")
     if compaction.enabled:
-        graph.add_node(COMPACT, _traced(COMPACT, steps[COMPACT]))
+        graph.add_node(COMPACT, _untraced(_traced(COMPACT, steps[COMPACT]), COMPACT))
         # At the turn boundary: fold the oldest turns when the history passed the budget.
         for name in ends:
             graph.add_conditional_edges(name, _untraced(_compaction_route(compaction)),
@@ -193,20 +194,26 @@ def build_graph(
     return graph.compile(checkpointer=checkpointer)
 
 
-def _untraced(route: Callable[..., Any]) -> Any:
-    """``route`` as LangGraph's own runnable without langchain callbacks (``trace=False``).
+def _untraced(route: Callable[..., Any], name: str | None = None) -> Any:
+    """``route`` (or a node) as LangGraph's own runnable without langchain callbacks
+    (``trace=False``).
 
-    ``add_conditional_edges`` wraps a plain function with ``trace=True``: every
-    route then configures a callback manager, starts a chain run (a uuid4),
-    runs the route in a task of its own (to set the config's context) and ends
-    the run in a shielded task — two asyncio tasks a route, for no handler at
-    all: the service passes none, and its spans are its own (``graph.node
-    <step>``). The one route left is compaction's, where a tenant compacts
-    (a turn's other choices are made inside :func:`_turn`).
+    ``add_node`` and ``add_conditional_edges`` wrap a plain function with
+    ``trace=True``: every node and route then configures a callback manager
+    (its metadata merged twice), starts a chain run (a uuid4) nested in the
+    node's own, runs the function in a task of its own (to set the config's
+    context) and ends the run in a shielded task — for no handler at all
+    (about 140 Python calls and one task a turn for the ``turn`` node,
+    bench/cpu_turn.py): the service passes none, and its spans are its own
+    (``graph.node <step>``). No node reads LangGraph's config context
+    (``get_config``, ``get_stream_writer``): a turn's events go to its
+    majlis.graph_run.GraphRun. The one route left is compaction's, where a
+    tenant compacts (a turn's other choices are made inside :func:`_turn`).
     The function is still the runnable's ``afunc``, so LangGraph reads its
-    input schema (the narrow view below) from its annotation as before.
+    input schema (the narrow view below, the whole state for a node) from its
+    annotation as before.
     """
-    return RunnableCallable(None, route, name=route.__name__, trace=False)
+    return RunnableCallable(None, route, name=name or route.__name__, trace=False)
 
 
 # The route below is a coroutine and reads a narrow view of the state, both for

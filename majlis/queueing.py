@@ -102,3 +102,63 @@ class EnteringLock(Generic[T]):
             return None
         self._entered = False
         return await self._cm.__aexit__(exc_type, exc, tb)
+
+
+class Starting:
+    """This process's turns that have not sent their first event yet, in arrival order.
+
+    Under a burst of new streams the process starts many turns at once, and
+    each waits for the ones before it (their accept, their claim and lock
+    statements, their first writes: the front lane, service.priority). A turn
+    that arrives with others still ahead of it says so at once, ``queued``
+    with reason ``starting`` and how many are ahead, before any database
+    round trip of its own — instead of in silence until its lock statement
+    answered. A turn with nobody ahead says nothing (the usual case).
+
+    >>> starting = Starting()
+    >>> first, second = starting.join(), starting.join()
+    >>> (first.ahead, second.ahead)                     # «السلام عليكم» ×2 at once
+    (0, 1)
+    >>> second.queued()                                 # its first event: it leaves
+    Queued(reason='starting', position=1, kind='queued')
+    >>> first.leave(); first.leave()                    # turn_started out (idempotent)
+    >>> starting.join().ahead
+    0
+    """
+
+    __slots__ = ("_count", "_enabled")
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self._count = 0
+        # False (DIWANIYA_QUEUED_WHILE_STARTING=false): nobody is ever ahead.
+        self._enabled = enabled
+
+    def join(self) -> Start:
+        if not self._enabled:
+            return Start(None, 0)
+        start = Start(self, self._count)
+        self._count += 1
+        return start
+
+    def _leave(self) -> None:
+        self._count -= 1
+
+
+class Start:
+    """One turn's place in :class:`Starting`; :meth:`leave` once its first event is out."""
+
+    __slots__ = ("_of", "ahead")
+
+    def __init__(self, of: Starting | None, ahead: int) -> None:
+        self._of: Starting | None = of
+        self.ahead = ahead
+
+    def queued(self) -> Queued:
+        """The early signal (the turn's first event: it leaves); position = turns ahead."""
+        self.leave()
+        return Queued(reason="starting", position=self.ahead)
+
+    def leave(self) -> None:
+        if self._of is not None:
+            self._of._leave()
+            self._of = None

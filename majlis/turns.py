@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -38,9 +38,10 @@ from diwaniya.errors import (
 from majlis.approvals import not_held
 from majlis.events import Envelope, Event, TurnCompleted, event_from_dict
 from majlis.fence import PendingCheckpoint, deferring
+from majlis.graph_run import DONE, GraphRun
 from majlis.persistence import Persistence
 from majlis.pii_context import holding_raw
-from majlis.queueing import EnteringLock
+from majlis.queueing import EnteringLock, Starting
 from majlis.records import CompletedTurn, TurnInput
 from majlis.state import ThreadState, held_calls, turn_start
 from majlis.threads import Lease, RequestKey, RequestRecord, ThreadRow, TurnCommit
@@ -102,27 +103,45 @@ class TurnRunner:
 
     def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], persistence: Persistence,
                  *, policy: Literal["reject", "enqueue"], enqueue_wait_s: float,
-                 replay_window_s: float) -> None:
+                 replay_window_s: float, queued_while_starting: bool = True) -> None:
         self._graph = graph
         self._db = persistence
         self._policy = policy
         self._enqueue_wait_s = enqueue_wait_s
         self._window_s = replay_window_s
+        self._starting = Starting(enabled=queued_while_starting)
 
     async def run(self, order: TurnOrder) -> AsyncGenerator[Envelope, None]:
         """The turn's events, or its replay when its ``request_id`` already finished.
 
-        Raises before the first event: NotFound, RequestIdReused, ThreadBusy,
-        ResourceExhausted; during the turn: DeadlineExceeded, Unavailable.
+        Raises before the first event other than ``queued``: NotFound,
+        RequestIdReused, ThreadBusy, ResourceExhausted; during the turn:
+        DeadlineExceeded, Unavailable.
         """
         deadline = time.monotonic() + order.timeout_s
-        with self._db.errors():
-            thread_id, replay, new_row, new_thread = await self._claim(order)
+        # Arriving behind other turns that are still starting (a burst of new
+        # streams): ``queued`` (starting) is said now, before this turn's own
+        # claim and lock round trips; nobody ahead, nothing said (queueing.Starting).
+        start = self._starting.join()
+        try:
+            said = bool(start.ahead and order.input.thread_id)
+            if said:
+                yield Envelope(order.input.thread_id, "", 0, start.queued())
+            with self._db.errors():
+                thread_id, replay, new_row, new_thread = await self._claim(order)
+        except BaseException:
+            start.leave()
+            raise
         if replay is not None:
             # A finished request is immutable: replaying needs no lock.
+            start.leave()
             for envelope in replayed(replay):
                 yield envelope
             return
+        if start.ahead and not said:
+            # A new thread's id is known only now (a request_id's claim may have
+            # found the thread of an earlier attempt).
+            yield Envelope(thread_id, "", 0, start.queued())
         inp = order.input
         # Not made "current": the span lives across yields to the caller.
         span = _tracer.start_span("diwaniya.turn", attributes={
@@ -147,6 +166,7 @@ class TurnRunner:
                     if isinstance(envelope.event, TurnCompleted):
                         _describe(span, envelope)
                     unlogged = envelope
+                    start.leave()  # its first event (queued or turn_started) is out
                     yield envelope
                     unlogged = None
                     if log is not None:
@@ -162,6 +182,7 @@ class TurnRunner:
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             raise
         finally:
+            start.leave()
             span.end()
 
     async def _claim(self, order: TurnOrder
@@ -249,12 +270,10 @@ class TurnRunner:
             with deferring(pending), holding_raw(order.raw):
                 # aclosing: an abandoned turn closes the graph's run here, while
                 # the pending checkpoint is still this context's (docs/fencing.md).
-                async with contextlib.aclosing(cast(AsyncGenerator[Any, None], self._graph.astream(
-                        turn_start(inp), config, stream_mode="custom", durability="exit"
-                ))) as chunks:
+                async with GraphRun(self._graph, turn_start(inp), config) as run:
                     at = _loop_deadline(deadline)
-                    while (chunk := await _step(chunks, at, order.timeout_s)) is not _DONE:
-                        # Nodes write only majlis.events dataclasses to the custom stream.
+                    while (chunk := await _step(run, at, order.timeout_s)) is not DONE:
+                        # Nodes write only majlis.events dataclasses (majlis.nodes._emit).
                         yield numbered(cast(Event, chunk))
             done_turn = _outcome(pending, inp.turn_id)
             final = numbered(done_turn.to_event(pending.checkpoint_id))
@@ -366,11 +385,8 @@ def _describe(span: Span, envelope: Envelope) -> None:
         "diwaniya.dialect": event.dialect, "diwaniya.replayed": event.replayed})
 
 
-_DONE = object()
-
-
-async def _step(chunks: AsyncIterator[Any], at: float, timeout_s: float) -> Any:
-    """The graph's next chunk (``_DONE`` at its end), within the turn's deadline.
+async def _step(run: GraphRun, at: float, timeout_s: float) -> Any:
+    """The run's next event (``DONE`` at its end), within the turn's deadline.
 
     The deadline covers only the graph's own work, never a ``yield``: a
     timeout around the whole loop cancels whatever its task awaits when it
@@ -381,7 +397,7 @@ async def _step(chunks: AsyncIterator[Any], at: float, timeout_s: float) -> Any:
     timer = asyncio.timeout_at(at)
     try:
         async with timer:
-            return await anext(chunks, _DONE)
+            return await run.next()
     except TimeoutError:
         if not timer.expired():
             raise

@@ -53,6 +53,7 @@ from service.server import Server, ServerOptions, ServerTls
 from service.servicer import ConversationsServicer
 from service.settings import Settings, TenantSettings
 from service.telemetry import Telemetry
+from service.warm import warm_up
 
 
 @dataclass
@@ -381,6 +382,9 @@ async def build_app(
             long_gap=timedelta(hours=settings.long_gap_hours),
         )
         graph = build_graph(deps, persistence.checkpointer)
+        if settings.warm_on_start:
+            # Before the engine exists, so before readiness (service.warm).
+            warm_up()
         engine = GuardedEngine(
             graph, persistence, store, tenants, clock or culture.SystemClock(),
             EngineConfig.from_settings(settings), budgets=budgets,

@@ -237,6 +237,13 @@ class Settings(BaseSettings, TelemetrySettings):
     # How long a request_id replays its finished turn (and rejects different
     # content); older request records are pruned.
     request_replay_window_s: float = Field(default=86400.0, gt=0)
+    # A turn that arrives while others of this process have not sent their
+    # first event yet says ``queued`` (reason ``starting``) at once, before its
+    # own database round trips (majlis.queueing.Starting). false: it does not.
+    queued_while_starting: bool = True
+    # Build the tables a turn parses on first use (service.warm) before the
+    # replica reports ready, not inside its first turns. false: on first use.
+    warm_on_start: bool = True
     # ResumeTurn's per-turn event log (majlis.turn_log): rows expire after
     # this many seconds; at most this many events per turn are kept.
     turn_events_ttl_s: float = Field(default=600.0, gt=0)

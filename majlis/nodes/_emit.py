@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.config import get_stream_writer
-
 from majlis.events import Event, event_to_dict
+from majlis.graph_run import event_writer
 
 
 class Emitter:
@@ -14,11 +13,11 @@ class Emitter:
 
     The collected dicts go into the node's record (``Setting.events``,
     ``Reply.events`` …) so that the completed turn can be replayed exactly;
-    the live copy goes through LangGraph's custom stream.
+    the live copy goes to the turn's run (majlis.graph_run).
     """
 
     def __init__(self) -> None:
-        self._writer = get_stream_writer()
+        self._writer = event_writer()
         self.events: list[dict[str, Any]] = []
 
     def __call__(self, event: Event) -> None:

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import grpc
+import pytest
+
 from diwaniya.client import AsyncClient, RetryPolicy
-from diwaniya.errors import ResourceExhausted
+from diwaniya.client._aio import AsyncTurnStream
+from diwaniya.errors import ResourceExhausted, Unavailable
+from diwaniya.v1 import conversations_pb2 as pb
 from majlis.culture import FixedClock
 from service import Settings, build_app
 from tests.fakes import ScriptedOpenAIServer, ScriptedReply
@@ -65,3 +70,54 @@ async def test_a_refused_turn_waits_for_retry_info_then_completes(
     assert third.retry_delays[0] == 1.0  # the server's RetryInfo, not the 0.2 s backoff
     assert third_events[-1].HasField("turn_completed")
     assert rest_first[-1].HasField("turn_completed") and rest_second[-1].HasField("turn_completed")
+
+
+class _Call:
+    """A fake grpc.aio stream call: its events, then optionally a status."""
+
+    def __init__(self, events: list[pb.TurnEvent], code: grpc.StatusCode | None = None) -> None:
+        self._events = events
+        self._code = code
+
+    def __aiter__(self) -> _Call:
+        return self
+
+    async def __anext__(self) -> pb.TurnEvent:
+        if self._events:
+            return self._events.pop(0)
+        if self._code is None:
+            raise StopAsyncIteration
+        raise grpc.aio.AioRpcError(self._code, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                                   details="the database is not answering")
+
+    def cancel(self) -> bool:
+        return True
+
+
+def _queued() -> pb.TurnEvent:
+    return pb.TurnEvent(thread_id="t1", seq=0, queued=pb.Queued(reason="starting", position=3))
+
+
+def _turn() -> list[pb.TurnEvent]:
+    return [pb.TurnEvent(thread_id="t1", turn_id="x", seq=1, turn_started=pb.TurnStarted()),
+            pb.TurnEvent(thread_id="t1", turn_id="x", seq=2,
+                         turn_completed=pb.TurnCompleted(text="وعليكم السلام"))]
+
+
+async def test_a_queued_notice_does_not_make_a_turn_unretryable() -> None:
+    # «وين طلبي؟» on t1: queued, then UNAVAILABLE before the turn started — safe to send again.
+    calls = iter([_Call([_queued()], grpc.StatusCode.UNAVAILABLE), _Call([_queued(), *_turn()])])
+    stream = AsyncTurnStream(lambda: next(calls), request_id="r1", thread_id="t1",
+                             retry=RetryPolicy(max_attempts=2, initial_backoff_s=0.0))
+    kinds = [e.WhichOneof("event") for e in await stream.collect()]
+    assert stream.attempts == 2
+    assert kinds == ["queued", "queued", "turn_started", "turn_completed"]
+
+
+async def test_a_turn_that_started_is_not_sent_again() -> None:
+    calls = iter([_Call([_queued(), _turn()[0]], grpc.StatusCode.UNAVAILABLE)])
+    stream = AsyncTurnStream(lambda: next(calls), request_id="r1", thread_id="t1",
+                             retry=RetryPolicy(max_attempts=2, initial_backoff_s=0.0))
+    with pytest.raises(Unavailable):
+        await stream.collect()
+    assert stream.attempts == 1

@@ -18,11 +18,11 @@ def test_every_config_field_with_a_setting_is_read_from_it() -> None:
     s = Settings(max_text_chars=900, max_token_chars=50, concurrency_policy="enqueue",
                  enqueue_wait_s=3.0, default_turn_timeout_s=9.0, default_timezone="Asia/Riyadh",
                  request_replay_window_s=60.0, reflection=False, max_message_bytes=8192,
-                 keepalive_time_s=11, drain_grace_s=1.5)
+                 keepalive_time_s=11, drain_grace_s=1.5, queued_while_starting=False)
     assert EngineConfig.from_settings(s) == EngineConfig(
         limits=Limits(max_text_chars=900, max_token_chars=50), policy="enqueue",
         enqueue_wait_s=3.0, turn_timeout_s=9.0, default_timezone="Asia/Riyadh",
-        replay_window_s=60.0)
+        replay_window_s=60.0, queued_while_starting=False)
     options = ServerOptions.from_settings(s, listen="127.0.0.1:7", reuse_port=True)
     assert (options.listen, options.reflection, options.max_message_bytes,
             options.keepalive_time_s, options.drain_grace_s, options.reuse_port) == (

@@ -81,7 +81,10 @@ class AsyncTurnStream:
                 async for event in call:
                     if self.resumes and event.seq <= self.last_seq:
                         continue  # already yielded before the break
-                    seen += 1
+                    # A ``queued`` notice (seq 0) is not the turn's: repeated by a retry,
+                    # it shows nothing twice (only the turn's events count, seq >= 1).
+                    if event.seq:
+                        seen += 1
                     self.thread_id = event.thread_id or self.thread_id
                     self.turn_id = event.turn_id or self.turn_id
                     self.last_seq = max(self.last_seq, event.seq)

@@ -126,7 +126,8 @@ def may_retry(code: grpc.StatusCode, *, thread_id: str, events_seen: int,
               retry_after_s: float | None = None) -> bool:
     """Whether a failed turn may be sent again with the same request_id.
 
-    Only before its first event (nothing is shown twice), only for a transient
+    Only before its first event (nothing is shown twice; a ``queued`` notice,
+    seq 0, is not one of the turn's and may be shown again), only for a transient
     status (:func:`transient`), and only where the request_id makes the repeat
     idempotent: on a known thread (the server replays a request_id it already
     ran there), or RESOURCE_EXHAUSTED (refused before it ran). A new-thread turn
