@@ -14,7 +14,9 @@ fresh database on 127.0.0.1:5432 (``--admin-dsn``), the offline responder and
 ``--request-ids`` gives every turn a new ``request_id`` (the idempotent-retry
 path: the request claim and its record in the commit).
 
-Reported per mode: turns/s, time to first event (TTFE) and turn latency
+Reported per mode: turns/s, time to first event (TTFE), time to
+``turn_started`` (TTFE counts an early ``queued`` — a turn behind others still
+starting — as the first event; this one does not) and turn latency
 p50/p95/p99, errors by gRPC status, and CPU per turn (utime + stime from
 /proc/<pid>/stat) of the three that share the machine: the server process and
 its workers, PostgreSQL (the backends serving this run's database, and the
@@ -95,6 +97,9 @@ class Phase:
     turns: int = 0
     wall_s: float = 0.0
     ttfe_ms: list[float] = field(default_factory=list)
+    # Time to ``turn_started`` (the turn holds its thread): TTFE counts an early
+    # ``queued`` as the first event, this does not.
+    started_ms: list[float] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     cpu_s: float = 0.0
@@ -115,6 +120,7 @@ class Phase:
             "turns": self.turns, "wall_s": round(self.wall_s, 3),
             "turns_per_s": round(self.turns / self.wall_s, 1) if self.wall_s else 0.0,
             **{f"ttfe_p{p}_ms": _round(pct(self.ttfe_ms, p)) for p in (50, 95, 99)},
+            **{f"turn_started_p{p}_ms": _round(pct(self.started_ms, p)) for p in (50, 95, 99)},
             **{f"latency_p{p}_ms": _round(pct(self.latency_ms, p)) for p in (50, 95, 99)},
             "errors": dict(self.errors),
             "server_cpu_ms_per_turn": round(self.cpu_s / self.turns * 1000, 2)
@@ -229,6 +235,7 @@ async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
                    thread_id: str, request_ids: bool = False) -> str:
     started = time.perf_counter()
     first: float | None = None
+    turn_started: float | None = None
     last_thread = thread_id
     # --request-ids: every turn carries a new request_id, as a retry-safe client sends.
     request_id = uuid.uuid4().hex if request_ids else ""
@@ -237,6 +244,8 @@ async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
                                        request_id=request_id):
             if first is None:
                 first = time.perf_counter()
+            if turn_started is None and event.WhichOneof("event") == "turn_started":
+                turn_started = time.perf_counter()
             last_thread = event.thread_id or last_thread
     except grpc.aio.AioRpcError as exc:
         phase.errors[exc.code().name] += 1
@@ -244,6 +253,7 @@ async def one_turn(client: DiwaniyaClient, phase: Phase, text: str, user: str,
     done = time.perf_counter()
     phase.turns += 1
     phase.ttfe_ms.append(((first or done) - started) * 1000)
+    phase.started_ms.append(((turn_started or done) - started) * 1000)
     phase.started_s.append(started - phase.t0)
     phase.latency_ms.append((done - started) * 1000)
     return last_thread
@@ -446,6 +456,8 @@ def main() -> None:
         if "ttfe_cold_turns" in r:
             def pair(name: str, r: dict[str, Any] = r) -> str:
                 return f"{r[f'{name}_p50_ms'] or 0:.0f}/{r[f'{name}_p99_ms'] or 0:.0f}"
+            print(f"{key} turn_started p50/p95/p99 ms (an early queued is not a start): "
+                  + "/".join(f"{r[f'turn_started_p{p}_ms'] or 0:.0f}" for p in (50, 95, 99)))
             print(f"{key} ttfe p50/p99 ms: untimed first burst {pair('ttfe_burst')} "
                   f"(with the channels' connects), first {COLD_S:g} s "
                   f"({r['ttfe_cold_turns']} turns) {pair('ttfe_cold')}, after "
