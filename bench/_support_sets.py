@@ -50,11 +50,12 @@ DATA = Path(__file__).resolve().parent / "data" / "support"
 RESULTS = Path(__file__).resolve().parent / "results"
 # The support sets in bench/data/support (test6: held out in session 7;
 # test7, test8: held out in session 8; test9, test10: session 9; test11, test12:
-# session 10; test13: session 11; test14: session 12 — each run once on the frozen tree).
+# session 10; test13: session 11; test14: session 12; test15: session 13 — each run once
+# on the frozen tree).
 SETS = (
     "dev", "test", "test2", "test3", "test4", "test5",
     "test6", "test7", "test8", "test9", "test10", "test11", "test12",
-    "test13", "test14",
+    "test13", "test14", "test15",
 )  # fmt: skip
 # The country a customer of each region would send (the service may use it as a prior).
 COUNTRY = {"gulf": "SA", "egyptian": "EG", "levantine": "LB", "maghrebi": "MA",
