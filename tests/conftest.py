@@ -156,6 +156,7 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/chaos/",
     "tests/memory/test_memory_terms.py::test_query_terms_are_bounded_word_runs",
     "tests/test_deploy.py::",
+    "tests/test_image.py::test_hadolint_is_clean",
     "tests/client/test_retries.py::",
     "tests/service/test_fencing.py::",
     "tests/service/test_model_outage.py::",
