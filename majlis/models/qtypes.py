@@ -424,12 +424,13 @@ def carries_price(sentence: str) -> bool:
 
 
 def _forms(word: str) -> tuple[str, ...]:
-    """A folded word, without its proclitic, and without the accusative alef
+    """:func:`proclitic_forms`, and the bare word without the accusative alef
     («شهرا», «يوما», «عاما»: a count's unit written with tanwin)."""
-    bare = PROCLITIC.sub("", word)
+    forms = proclitic_forms(word)
+    bare = forms[-1]
     if len(bare) > 3 and bare.endswith("ا"):
-        return word, bare, bare[:-1]
-    return word, bare
+        return (*forms, bare[:-1])
+    return forms
 
 
 def type_strength(sentence: str, qtype: QuestionType) -> float:
