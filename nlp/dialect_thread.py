@@ -94,7 +94,7 @@ def parse_markers(text: str) -> tuple[frozenset[str], dict[str, dict[str, float]
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
-        words = _fold_words(fields[0])
+        words = dialect_words(fields[0])
         if len(fields) != 2 or len(words) != 1:
             raise ValueError(f"dialect_markers.tsv:{number}: expected 'word<TAB>regions'")
         word, where = words[0], fields[1].strip()
@@ -111,10 +111,6 @@ def parse_markers(text: str) -> tuple[frozenset[str], dict[str, dict[str, float]
             regions[region] = _STRENGTH[strength]
         markers[word] = regions
     return frozenset(shared), markers
-
-
-def _fold_words(text: str) -> list[str]:
-    return dialect_words(text)
 
 
 _SHARED, _MARKERS = parse_markers(
@@ -140,8 +136,6 @@ COUNTRY_MARKER = 1.0
 _FLOOR = 1e-3
 # Marker evidence within this of another region's is a tie (rounding of the checkpoint).
 _TIE = 1e-6
-
-
 
 
 def _regional_marker(word: str) -> Mapping[str, float]:
@@ -175,7 +169,7 @@ def shared_words(phrases: Iterable[str]) -> frozenset[str]:
     >>> sorted(shared_words(["صباح الخير"]))
     ['الخير', 'صباح']
     """
-    return frozenset(w for p in phrases for w in _fold_words(p))
+    return frozenset(w for p in phrases for w in dialect_words(p))
 
 
 def _is_shared(word: str, extra: frozenset[str]) -> bool:
@@ -231,7 +225,7 @@ def message_evidence(
     >>> max(e.direction, key=e.direction.__getitem__), e.weight
     ('egyptian', 1.0)
     """
-    regional = [w for w in _fold_words(text) if not _is_shared(w, shared)]
+    regional = [w for w in dialect_words(text) if not _is_shared(w, shared)]
     if not regional:
         return _NONE
     read = identifier.identify(" ".join(regional))
